@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from fairsched.errors import InstanceError
 
 
 def as_index_set(S: Any, n: int) -> np.ndarray:
@@ -79,52 +78,3 @@ class SetFunction(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n={self.n})"
-
-
-def check_vector(values: Any, name: str, *, length: int | None = None,
-                 nonnegative: bool = False, positive: bool = False) -> np.ndarray:
-    """Validate a 1-D numeric vector and return it as float64.
-
-    Raises :class:`InstanceError` with ``key=name`` and a message naming the first bad
-    entry (``"entry 3 is nan"``) or the length mismatch.
-    """
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("must be a list of numbers", key=name) from None
-    if arr.ndim != 1:
-        raise InstanceError(f"must be a flat list of numbers, got shape {arr.shape}", key=name)
-    if length is not None and arr.size != length:
-        raise InstanceError(f"has {arr.size} entries, expected {length} (one per worker)", key=name)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InstanceError(f"entry {i} is {arr[i]}, expected a finite number", key=name)
-    if positive and (arr <= 0).any():
-        i = int(np.flatnonzero(arr <= 0)[0])
-        raise InstanceError(f"entry {i} is {arr[i]}, expected > 0", key=name)
-    if nonnegative and (arr < 0).any():
-        i = int(np.flatnonzero(arr < 0)[0])
-        raise InstanceError(f"entry {i} is {arr[i]}, expected >= 0", key=name)
-    return arr
-
-
-def check_matrix(values: Any, name: str, *, columns: int | None = None,
-                 nonnegative: bool = False) -> np.ndarray:
-    """Validate a 2-D numeric matrix (list of rows) and return it as float64."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("must be a list of equally long rows of numbers", key=name) from None
-    if arr.ndim != 2:
-        raise InstanceError(f"must be a list of equally long rows of numbers, got shape {arr.shape}", key=name)
-    if columns is not None and arr.shape[1] != columns:
-        raise InstanceError(f"rows have {arr.shape[1]} entries, expected {columns} (one per worker)", key=name)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = (int(v) for v in np.argwhere(bad)[0])
-        raise InstanceError(f"entry [{i}][{j}] is {arr[i, j]}, expected a finite number", key=name)
-    if nonnegative and (arr < 0).any():
-        i, j = (int(v) for v in np.argwhere(arr < 0)[0])
-        raise InstanceError(f"entry [{i}][{j}] is {arr[i, j]}, expected >= 0", key=name)
-    return arr

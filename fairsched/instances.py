@@ -1,0 +1,167 @@
+"""Instance files (TOML) and their loading, with errors that name the file and the key.
+
+The schema is the contract of DESIGN.md::
+
+    name = "example"          # optional
+    k = 3                     # workers per round
+    rounds = 100000           # optional default horizon for `run`
+    [workers]
+    ids = ["a", "b", "c"]     # optional; default "0".."n-1"
+    r = [0.2, 0.2, 0.5]       # or: r_base = [...] and beta = 0.42 (r = beta * r_base)
+    [utility]
+    kind = "accuracy"         # plus the keys of that kind (see fairsched.utilities)
+
+``n`` is the length of ``workers.r`` (or ``workers.r_base``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomli_w
+
+from fairsched.atomic import atomic_write
+from fairsched.errors import InfeasibleError, InstanceError
+from fairsched.problem import Problem
+from fairsched.utilities import utility_from_config
+
+TOP_KEYS = {"name", "k", "rounds", "workers", "utility"}
+WORKER_KEYS = {"ids", "r", "r_base", "beta"}
+
+
+def read_table(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse an instance file into a dict; unreadable or malformed TOML is an InstanceError."""
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise InstanceError("no such file", source=source) from None
+    except IsADirectoryError:
+        raise InstanceError("is a directory, expected an instance file", source=source) from None
+    except PermissionError:
+        raise InstanceError("permission denied", source=source) from None
+    except UnicodeDecodeError:
+        raise InstanceError("not a UTF-8 text file", source=source) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InstanceError(f"malformed TOML: {exc}", source=source) from None
+
+
+def load_instance(path: str | os.PathLike[str], beta: float | None = None) -> Problem:
+    """Load an instance file as a :class:`Problem`.
+
+    ``beta`` overrides the file's ``workers.beta`` (the file must then give ``r_base``),
+    which is how the seed-003 sweeps ``r = β·r_base`` are run.
+    """
+    return problem_from_table(read_table(path), source=str(path), beta=beta)
+
+
+def problem_from_table(table: dict[str, Any], source: str | None = None, beta: float | None = None) -> Problem:
+    """Build a :class:`Problem` from a parsed instance table (see the module docstring)."""
+    try:
+        return _build(table, beta)
+    except InstanceError as exc:
+        raise exc.located(source=source) from None
+    except InfeasibleError as exc:
+        raise InfeasibleError(f"{source}: {exc}" if source else str(exc)) from None
+
+
+def _build(table: dict[str, Any], beta: float | None) -> Problem:
+    _reject_unknown(table, TOP_KEYS, "")
+    k = _require(table, "k", "")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InstanceError(f"must be an integer, got {k!r}", key="k")
+    workers = _require(table, "workers", "")
+    if not isinstance(workers, dict):
+        raise InstanceError("must be a table ([workers])", key="workers")
+    _reject_unknown(workers, WORKER_KEYS, "workers.")
+    r = _floors(workers, beta)
+    n = len(r)
+    ids = workers.get("ids", [str(i) for i in range(n)])
+    if not isinstance(ids, list) or not all(isinstance(i, (str, int)) for i in ids):
+        raise InstanceError("must be a list of strings", key="workers.ids")
+    ids = [str(i) for i in ids]
+    for worker_id in ids:
+        if not worker_id or any(ch.isspace() or ch == "," for ch in worker_id):
+            raise InstanceError(f"worker id {worker_id!r} must be non-empty, without spaces or commas",
+                                key="workers.ids")
+    utility_table = _require(table, "utility", "")
+    if not isinstance(utility_table, dict):
+        raise InstanceError("must be a table ([utility])", key="utility")
+    try:
+        utility = utility_from_config(utility_table, n)
+    except InstanceError as exc:
+        raise exc.located(key_prefix="utility") from None
+    rounds = table.get("rounds")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise InstanceError(f"must be a positive integer, got {rounds!r}", key="rounds")
+    name = table.get("name", "")
+    if not isinstance(name, str):
+        raise InstanceError(f"must be a string, got {name!r}", key="name")
+    return Problem(utility, k, np.asarray(r, dtype=float), tuple(ids), name, rounds)
+
+
+def _floors(workers: dict[str, Any], beta: float | None) -> list[float]:
+    has_r, has_base = "r" in workers, "r_base" in workers
+    if has_r and has_base:
+        raise InstanceError("give either r or r_base with beta, not both", key="workers")
+    if beta is not None and not has_base:
+        raise InstanceError("a beta override needs r_base in the file", key="workers.r_base")
+    if has_r:
+        return _numbers(workers["r"], "workers.r")
+    if not has_base:
+        raise InstanceError("missing key (give r, or r_base and beta)", key="workers.r")
+    base = _numbers(workers["r_base"], "workers.r_base")
+    if beta is None:
+        beta = _require(workers, "beta", "workers.")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not np.isfinite(beta) or beta < 0:
+        raise InstanceError(f"must be a finite number >= 0, got {beta!r}", key="workers.beta")
+    return [float(beta) * b for b in base]
+
+
+def _numbers(values: Any, key: str) -> list[float]:
+    if not isinstance(values, list) or not values:
+        raise InstanceError("must be a non-empty list of numbers", key=key)
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InstanceError(f"entry {i} is {v!r}, expected a number", key=key)
+    return [float(v) for v in values]
+
+
+def _require(table: dict[str, Any], key: str, prefix: str) -> Any:
+    if key not in table:
+        raise InstanceError("missing key", key=prefix + key)
+    return table[key]
+
+
+def _reject_unknown(table: dict[str, Any], known: set[str], prefix: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise InstanceError(f"unknown key(s) {', '.join(prefix + u for u in unknown)}; "
+                            f"known: {', '.join(sorted(known))}", key=prefix.rstrip(".") or None)
+
+
+def problem_to_table(problem: Problem) -> dict[str, Any]:
+    """The instance table that :func:`problem_from_table` turns back into ``problem``."""
+    table: dict[str, Any] = {}
+    if problem.name:
+        table["name"] = problem.name
+    table["k"] = problem.k
+    if problem.rounds is not None:
+        table["rounds"] = int(problem.rounds)
+    table["workers"] = {"ids": list(problem.ids), "r": [float(x) for x in problem.r]}
+    table["utility"] = problem.utility.to_config()
+    return table
+
+
+def save_instance(problem: Problem | dict[str, Any], path: str | os.PathLike[str], header: str = "") -> None:
+    """Write a problem (or a ready instance table) as TOML, atomically; ``header`` becomes comments."""
+    table = problem_to_table(problem) if isinstance(problem, Problem) else problem
+    text = tomli_w.dumps(table)
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    with atomic_write(Path(path)) as handle:
+        handle.write(comments + ("\n" if comments else "") + text)

@@ -1,0 +1,132 @@
+"""The MMSM-CF problem: a utility, a per-round budget ``k`` and fairness floors ``r``.
+
+Seed 003, Section III: in every round pick ``S_t`` with ``|S_t| <= k`` so that every
+worker ``u`` is selected a long-run fraction ``>= r_u`` of the rounds, maximising the
+time-average utility. The floors are feasible iff ``0 <= r_u <= 1`` for all ``u`` and
+``Σ_u r_u <= k`` (REFERENCE.md §1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from fairsched.errors import InfeasibleError, InstanceError
+from fairsched.utilities.base import SetFunction
+
+# Σ r may exceed k by float rounding when the floors are written as decimals.
+FEASIBILITY_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One MMSM-CF instance.
+
+    Parameters
+    ----------
+    utility : SetFunction
+        Monotone submodular ``f`` on workers ``0..n-1``.
+    k : int
+        Workers selected per round, ``1 <= k <= n``.
+    r : array-like of float
+        Minimum selection fraction of every worker.
+    ids : sequence of str, optional
+        Worker names used at the edges (files, CLI); default ``"0".."n-1"``.
+    name : str
+        Instance name, for reports.
+    rounds : int, optional
+        Default horizon for :func:`fairsched.run`.
+
+    Raises
+    ------
+    InstanceError
+        Malformed input: ``k`` outside ``1..n``, a non-finite or negative ``r_u``, ids of
+        the wrong length or repeated.
+    InfeasibleError
+        Well-formed but unsatisfiable floors: some ``r_u > 1`` or ``Σ r > k``; the message
+        says which and by how much.
+    """
+
+    utility: SetFunction
+    k: int
+    r: np.ndarray
+    ids: tuple[str, ...] = field(default=())
+    name: str = ""
+    rounds: int | None = None
+
+    def __post_init__(self) -> None:
+        n = int(self.utility.n)
+        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)):
+            raise InstanceError(f"must be an integer, got {self.k!r}", key="k")
+        if not 1 <= int(self.k) <= n:
+            raise InstanceError(f"is {self.k}, must be between 1 and n = {n}", key="k")
+        object.__setattr__(self, "k", int(self.k))
+        r = _check_floors(self.r, n)
+        r.setflags(write=False)
+        object.__setattr__(self, "r", r)
+        ids = tuple(str(i) for i in self.ids) if len(self.ids) else tuple(str(i) for i in range(n))
+        if len(ids) != n:
+            raise InstanceError(f"has {len(ids)} entries, expected {n} (one per worker)", key="workers.ids")
+        if len(set(ids)) != n:
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise InstanceError(f"worker id {dup!r} appears more than once", key="workers.ids")
+        object.__setattr__(self, "ids", ids)
+        if self.rounds is not None and (isinstance(self.rounds, bool) or int(self.rounds) < 1):
+            raise InstanceError(f"is {self.rounds}, must be a positive integer", key="rounds")
+        check_feasible(self.r, self.k, self.ids)
+
+    @property
+    def n(self) -> int:
+        """Number of workers."""
+        return int(self.utility.n)
+
+    def with_floors(self, r: Sequence[float] | np.ndarray) -> "Problem":
+        """The same problem with other fairness floors ``r``."""
+        return Problem(self.utility, self.k, np.asarray(r, dtype=float), self.ids, self.name, self.rounds)
+
+    def index_of(self, worker_id: str) -> int:
+        """Index of the worker named ``worker_id``."""
+        try:
+            return self.ids.index(worker_id)
+        except ValueError:
+            raise InstanceError(f"unknown worker id {worker_id!r}") from None
+
+    def __repr__(self) -> str:
+        return (f"Problem(name={self.name!r}, n={self.n}, k={self.k}, "
+                f"sum_r={float(self.r.sum()):.4g}, utility={self.utility!r})")
+
+
+def _check_floors(r: Any, n: int) -> np.ndarray:
+    try:
+        arr = np.array(r, dtype=np.float64).reshape(-1) if np.ndim(r) <= 1 else None
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None:
+        raise InstanceError("must be a list of numbers, one per worker", key="workers.r")
+    if arr.size != n:
+        raise InstanceError(f"has {arr.size} entries, expected {n} (one per worker)", key="workers.r")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InstanceError(f"entry {i} is {arr[i]}, expected a finite number", key="workers.r")
+    if (arr < 0).any():
+        i = int(np.flatnonzero(arr < 0)[0])
+        raise InstanceError(f"entry {i} is {arr[i]}, a fraction must be >= 0", key="workers.r")
+    return arr
+
+
+def check_feasible(r: np.ndarray, k: int, ids: Sequence[str]) -> None:
+    """Raise :class:`InfeasibleError` unless ``r_u <= 1`` for all ``u`` and ``Σ r <= k``."""
+    over = np.flatnonzero(r > 1 + FEASIBILITY_TOLERANCE)
+    if over.size:
+        u = int(over[0])
+        raise InfeasibleError(
+            f"infeasible: worker {ids[u]!r} needs r = {r[u]:.6g} > 1 "
+            f"(a worker cannot be selected in more than every round; excess {r[u] - 1:.6g})")
+    total = float(r.sum())
+    if total > k + FEASIBILITY_TOLERANCE:
+        raise InfeasibleError(
+            f"infeasible: the floors sum to {total:.6g} > k = {k} "
+            f"(excess {total - k:.6g}; at most k workers fit in a round)")
