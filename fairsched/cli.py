@@ -14,12 +14,12 @@ import time
 from typing import Any, NoReturn, Sequence
 
 from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
-from fairsched.evaluate import evaluate
+from fairsched.metrics import evaluate
 from fairsched.instances import load_instance
-from fairsched.optimum import DEFAULT_MAX_COLUMNS, optimum
+from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, optimum
 from fairsched.policies import POLICIES, make_policy
 from fairsched.problem import Problem
-from fairsched.run import run
+from fairsched.simulate import run
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 2, 3, 130
 DEFAULT_ROUNDS = 10_000

@@ -16,7 +16,7 @@ from fairsched.generators import (
 )
 from fairsched.greedy import greedy_complete
 from fairsched.instances import problem_from_table, save_instance
-from fairsched.optimum import optimum
+from fairsched.lp_optimum import optimum
 
 HERE = Path(__file__).resolve().parent
 

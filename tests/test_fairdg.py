@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fairsched.evaluate import evaluate
+from fairsched.metrics import evaluate
 from fairsched.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.optimum import optimum
+from fairsched.lp_optimum import optimum
 from fairsched.policies import FairDG, make_policy
 from fairsched.problem import Problem
-from fairsched.run import run
+from fairsched.simulate import run
 from fairsched.utilities import FacilityLocation
 
 from conftest import INSTANCES

@@ -3,10 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairsched.evaluate import evaluate
+from fairsched.metrics import evaluate
 from fairsched.policies import make_policy
 from fairsched.problem import Problem
-from fairsched.run import run
+from fairsched.simulate import run
 from fairsched.schedule import Schedule
 from fairsched.utilities import AccuracyUtility, Coverage
 
@@ -47,7 +47,7 @@ def test_evaluate_in_chunks_equals_one_pass(monkeypatch):
     problem = small_problem()
     schedule = run(problem, make_policy("random"), rounds=997, seed=3)
     whole = evaluate(schedule, problem)
-    monkeypatch.setattr("fairsched.evaluate.CHUNK_CELLS", 20)
+    monkeypatch.setattr("fairsched.metrics.CHUNK_CELLS", 20)
     chunked = evaluate(schedule, problem)
     assert chunked.time_average_utility == pytest.approx(whole.time_average_utility, rel=1e-12)
     assert chunked.max_debt == pytest.approx(whole.max_debt)
