@@ -17,11 +17,12 @@ from fairsched.utilities.concave_modular import ConcaveModular
 from fairsched.utilities.coverage import Coverage
 from fairsched.utilities.facility_location import FacilityLocation
 from fairsched.utilities.mixture import Mixture
+from fairsched.utilities.modular import Modular
 
 UTILITY_KINDS: dict[str, type] = {
     cls.kind: cls
     for cls in (AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture,
-                CallableUtility)
+                Modular, CallableUtility)
 }
 
 
@@ -53,6 +54,7 @@ __all__ = [
     "Coverage",
     "FacilityLocation",
     "Mixture",
+    "Modular",
     "SetFunction",
     "SubmodularityReport",
     "check_submodular",
