@@ -346,6 +346,6 @@ def test_error_messages():
 
 def test_registry_is_complete():
     assert set(UTILITY_KINDS) == {"accuracy", "facility-location", "coverage",
-                                  "concave-modular", "mixture", "python"}
+                                  "concave-modular", "mixture", "modular", "python"}
     for kind, cls in UTILITY_KINDS.items():
         assert issubclass(cls, SetFunction) and cls.kind == kind

@@ -77,6 +77,39 @@ class Coverage(SetFunction):
         out[S] = 0.0
         return out
 
+    def multilinear(self, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Multilinear extension ``F(y)`` and its gradient in closed form.
+
+        ``F(y) = Σ_e w_e (1 − Π_{u covers e} (1 − y_u))`` and
+        ``∂F/∂y_u = Σ_{e ∈ covers_u} w_e Π_{v covers e, v ≠ u} (1 − y_v)``.
+        Workers with ``y_v = 1`` are counted per element rather than multiplied in, so
+        the product excluding ``u`` never divides by a zero factor.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (self.n,):
+            raise ValueError(f"y must have shape ({self.n},), got {y.shape}")
+        miss = 1.0 - y
+        sure = miss == 0.0
+        safe = np.where(sure, 1.0, miss)
+        if isinstance(self.incidence, np.ndarray):
+            prod = np.prod(np.where(self.incidence > 0, safe[:, None], 1.0), axis=0)
+        else:
+            csc = sp.csc_array(self.incidence)
+            prod = np.ones(self.weights.size)
+            starts = csc.indptr[:-1]
+            nonempty = np.diff(csc.indptr) > 0
+            if nonempty.any():
+                prod[nonempty] = np.multiply.reduceat(safe[csc.indices], starts[nonempty])
+        sure_count = np.asarray(self.incidence.T @ sure.astype(np.float64)).ravel()
+        uncovered = np.where(sure_count == 0, prod, 0.0)
+        value = float(self.weights @ (1.0 - uncovered))
+        # Excluding u: for y_u < 1 divide u's non-zero factor back out (only elements
+        # with no sure coverer survive); for y_u = 1, u must be the element's only sure one.
+        free = np.asarray(self.incidence @ (self.weights * uncovered)).ravel()
+        lone = np.asarray(self.incidence @ np.where(sure_count == 1, self.weights * prod, 0.0)).ravel()
+        grad = np.where(sure, lone, free / safe)
+        return value, grad
+
     def to_config(self) -> dict[str, Any]:
         return {"kind": self.kind, "covers": [list(c) for c in self.covers],
                 "weights": self.weights.tolist()}

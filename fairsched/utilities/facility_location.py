@@ -50,6 +50,38 @@ class FacilityLocation(SetFunction):
         out[S] = 0.0
         return out
 
+    def multilinear(self, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Multilinear extension ``F(y)`` and its gradient in closed form.
+
+        Per point ``i``, with its similarities sorted descending ``s_(1) >= s_(2) >= …``
+        (workers ``(1), (2), …``) and ``P_j = Π_{l<j} (1 − y_(l))``:
+        ``F_i = Σ_j s_(j) y_(j) P_j`` (the best picked worker is ``(j)`` with probability
+        ``y_(j) P_j``) and ``∂F_i/∂y_(j) = P_j (s_(j) − T_j)`` with
+        ``T_j = Σ_{m>j} s_(m) y_(m) Π_{j<l<m} (1 − y_(l))`` the expected best among
+        the workers after ``(j)``, from ``T_last = 0``, ``T_{j−1} = s_(j) y_(j) + (1 − y_(j)) T_j``.
+        Products only, no division, so ``y = 1`` is exact; ties give the same result in
+        either order.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (self.n,):
+            raise ValueError(f"y must have shape ({self.n},), got {y.shape}")
+        order = np.argsort(-self.similarity, axis=1, kind="stable")
+        s = np.take_along_axis(self.similarity, order, axis=1)
+        ys = y[order]
+        miss = 1.0 - ys
+        before = np.ones_like(s)
+        before[:, 1:] = np.cumprod(miss[:, :-1], axis=1)
+        after = np.empty_like(s)
+        tail = np.zeros(s.shape[0])
+        for j in range(self.n - 1, -1, -1):
+            after[:, j] = tail
+            tail = s[:, j] * ys[:, j] + miss[:, j] * tail
+        value = float(tail.sum())
+        part = before * (s - after)
+        grad = np.zeros_like(s)
+        np.put_along_axis(grad, order, part, axis=1)
+        return value, grad.sum(axis=0)
+
     def to_config(self) -> dict[str, Any]:
         return {"kind": self.kind, "similarity": self.similarity.tolist()}
 

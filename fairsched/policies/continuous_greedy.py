@@ -1,0 +1,178 @@
+"""FairCG1 and FairCG2: continuous greedy on the multilinear extension, then pipage rounding.
+
+Seed 003, Section IV; the constructions are REFERENCE.md §4 **[reconstruction]** (the seed
+states the properties, not the algorithms). With ``F`` the multilinear extension of ``f``,
+``P_r = {x ∈ [0,1]^n : Σx <= k, x >= r}`` and ``δ = 1/steps``:
+
+- **FairCG1**: ``y(0) = 0``; each step ``v = argmax_{v ∈ P_r} <∇F(y), v>``, ``y += δ·v``.
+  ``y(1)`` averages points of ``P_r`` so it lies in ``P_r``; intermediate points need not.
+  Guarantee ``F(y(1)) >= (1 − (1 − δ)^{1/δ})·U_opt`` (up to gradient error).
+- **FairCG2**: ``y(0) = r``; directions in ``Q = {0 <= v <= 1 − r, Σv <= k − Σr}``, so every
+  intermediate point is in ``P_r``. Guarantee (``∇F`` is antitone and ``x* − r ∈ Q``)
+  ``F(y(1)) >= max(F(r), e^{-1}·F(r) + (1 − e^{-1})·(U_opt − <∇F(r), r>))``.
+
+Each round draws ``S_t`` by an independent randomized pipage rounding of ``y(1)``, so
+``P[u ∈ S_t] = y_u >= r_u`` and ``E f(S_t) >= F(y(1))``; rounds are drawn in batches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fairsched.errors import PolicyError
+from fairsched.multilinear import MultilinearOracle, supported_methods
+from fairsched.policies.base import Policy
+from fairsched.rounding import pipage_round_batch
+from fairsched.utilities.check import check_submodular
+
+BATCH_ROUNDS = 4096
+
+
+def fill_budget(gradient: np.ndarray, caps: np.ndarray, budget: float) -> np.ndarray:
+    """``argmax <gradient, v>`` over ``{0 <= v <= caps, Σv <= budget}``: a fractional knapsack.
+
+    Fill the largest positive gradient entries up to their caps until the budget is spent
+    (ties to the lower index, so the result is deterministic).
+    """
+    order = np.lexsort((np.arange(gradient.size), -gradient))
+    order = order[gradient[order] > 0]
+    caps_sorted = caps[order]
+    spent_before = np.cumsum(caps_sorted) - caps_sorted
+    v = np.zeros_like(caps, dtype=float)
+    v[order] = np.clip(budget - spent_before, 0.0, caps_sorted)
+    return v
+
+
+@dataclass(frozen=True)
+class ContinuousGreedyResult:
+    """The fractional point of a continuous-greedy run and what is needed for its bound."""
+
+    y: np.ndarray
+    value: float
+    value_stderr: float
+    value_at_floor: float
+    gradient_dot_floor: float
+    method: str
+    steps: int
+    #: every intermediate point y(τ), τ = 0..steps, when recorded
+    path: np.ndarray | None = None
+
+
+class _ContinuousGreedy(Policy):
+    """Shared machinery of FairCG1 and FairCG2 (see the module docstring)."""
+
+    start_at_floor: ClassVar[bool]
+
+    def __init__(self, steps: int = 100, samples: int = 2000, method: str = "auto",
+                 verify_submodular: bool = False, record_path: bool = False) -> None:
+        super().__init__()
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps <= 0:
+            raise PolicyError(f"{self.name}: steps must be a positive integer, got {steps!r}")
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples <= 0:
+            raise PolicyError(f"{self.name}: samples must be a positive integer, got {samples!r}")
+        self.steps = int(steps)
+        self.samples = int(samples)
+        self.method = method
+        self.verify_submodular = verify_submodular
+        self.record_path = record_path
+        self.result: ContinuousGreedyResult | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"steps": self.steps, "samples": self.samples, "method": self.method}
+
+    def _prepare(self) -> None:
+        problem = self.problem
+        if self.method not in ("auto", *supported_methods(problem.utility)):
+            raise PolicyError(f"{self.name}: method {self.method!r} is not supported by "
+                              f"{problem.utility.kind}; choose from "
+                              f"{', '.join(('auto', *supported_methods(problem.utility)))}")
+        if self.verify_submodular:
+            report = check_submodular(problem.utility, seed=int(self.rng.integers(2**31)))
+            if not report:
+                raise PolicyError(f"{self.name}: the utility is not monotone submodular: {report.violation}")
+        oracle = MultilinearOracle(problem.utility, method=self.method, samples=self.samples,
+                                   seed=int(self.rng.integers(2**63)))
+        self.result = self._ascend(oracle)
+        self._batch = np.zeros((0, problem.n), dtype=bool)
+        self._next = 0
+
+    def _ascend(self, oracle: MultilinearOracle) -> ContinuousGreedyResult:
+        r = np.asarray(self.problem.r, dtype=float)
+        k = self.problem.k
+        at_floor = oracle(r)
+        y = r.copy() if self.start_at_floor else np.zeros_like(r)
+        path = [y.copy()] if self.record_path else None
+        delta = 1.0 / self.steps
+        for _ in range(self.steps):
+            gradient = oracle(y).gradient
+            y = y + delta * self._direction(gradient, r, k)
+            if path is not None:
+                path.append(y.copy())
+        # Floating-point sums can leave y a hair outside [r, 1]; rounding needs [0, 1].
+        y = np.clip(y, r, 1.0)
+        final = oracle(y)
+        return ContinuousGreedyResult(
+            y=y, value=final.value, value_stderr=final.value_stderr,
+            value_at_floor=at_floor.value, gradient_dot_floor=float(at_floor.gradient @ r),
+            method=oracle.method, steps=self.steps,
+            path=None if path is None else np.array(path))
+
+    def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def select(self) -> np.ndarray:
+        if self._next >= self._batch.shape[0]:
+            self._batch = pipage_round_batch(self.result.y, BATCH_ROUNDS, self.rng)
+            self._next = 0
+        chosen = np.flatnonzero(self._batch[self._next])
+        self._next += 1
+        return chosen
+
+    def lower_bound(self, u_opt: float) -> float:
+        """The guaranteed ``F(y(1))`` given ``U_opt`` (see the module docstring)."""
+        raise NotImplementedError
+
+    def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
+        """The fractional point, ``F(y)`` and the guaranteed bound, for reports."""
+        res = self.result
+        return {
+            "fractional_point": res.y,
+            "multilinear_value": res.value,
+            "multilinear_stderr": res.value_stderr,
+            "multilinear_method": res.method,
+            "lower_bound": None if u_opt is None else self.lower_bound(u_opt),
+        }
+
+
+class FairCG1(_ContinuousGreedy):
+    """FairCG1 (seed 003, Theorem 2): continuous greedy from 0 over ``P_r``, then pipage rounding."""
+
+    name = "faircg1"
+    start_at_floor = False
+
+    def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
+        return r + fill_budget(gradient, 1.0 - r, k - r.sum())
+
+    def lower_bound(self, u_opt: float) -> float:
+        """``(1 − (1 − δ)^{1/δ})·U_opt`` with ``δ = 1/steps``."""
+        return (1.0 - (1.0 - 1.0 / self.steps) ** self.steps) * u_opt
+
+
+class FairCG2(_ContinuousGreedy):
+    """FairCG2 (seed 003, Theorem 4): continuous greedy from ``r`` inside ``P_r``, then pipage rounding."""
+
+    name = "faircg2"
+    start_at_floor = True
+
+    def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
+        return fill_budget(gradient, 1.0 - r, k - r.sum())
+
+    def lower_bound(self, u_opt: float) -> float:
+        """``max(F(r), e^{-1}·F(r) + (1 − e^{-1})·(U_opt − <∇F(r), r>))``."""
+        res = self.result
+        mixed = math.exp(-1) * res.value_at_floor + (1 - math.exp(-1)) * (u_opt - res.gradient_dot_floor)
+        return max(res.value_at_floor, mixed)
