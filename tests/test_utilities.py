@@ -338,7 +338,7 @@ def test_error_messages():
         utility_from_config(ACC, n=4)
     with pytest.raises(InstanceError, match="unknown utility kind 'x'; known: accuracy, "
                                             "concave-modular, coverage, facility-location, "
-                                            "mixture, python"):
+                                            "mixture, modular, python"):
         utility_from_config({"kind": "x"})
     with pytest.raises(InstanceError, match=r"^sizes: entry 1 is nan"):
         AccuracyUtility([1.0, float("nan")])
