@@ -167,3 +167,39 @@ def test_interrupt_during_write_removes_the_temporary(tmp_path):
             raise KeyboardInterrupt
     assert target.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["f.csv"]
+
+
+def _stderr_through_terminal(args):
+    """Run the CLI with stderr attached to a pseudo-terminal; return (exit code, what it showed)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "fairsched.cli", *args],
+                            stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # the terminal closes when the process exits
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    inst = write(tmp_path, GOOD)
+    code, shown = _stderr_through_terminal(["run", inst, "--policy", "fairdg", "--rounds", "20000"])
+    assert code == 0 and "fairdg" in shown and "100%" in shown and "20000/20000" in shown
+    code, shown = _stderr_through_terminal(["run", inst, "--policy", "fairdg", "--rounds", "20000", "--quiet"])
+    assert code == 0 and shown == ""
+    piped = subprocess.run([sys.executable, "-m", "fairsched.cli", "run", inst, "--policy", "fairdg",
+                            "--rounds", "20000"], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
