@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_p = sub.add_parser("run", help="run a policy and report utility and fairness")
     common(run_p)
     run_p.add_argument("--policy", required=True, help=f"one of: {', '.join(sorted(POLICIES))}")
+    run_p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="a policy parameter, e.g. --param steps=200 (repeatable)")
     run_p.add_argument("--rounds", type=int, default=None,
                        help=f"rounds T (default: the instance's rounds, else {DEFAULT_ROUNDS:,})")
     run_p.add_argument("--seed", type=int, default=0)
@@ -133,7 +135,7 @@ def _optimum(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     problem = load_instance(args.instance, beta=args.beta)
-    policy = make_policy(args.policy)
+    policy = make_policy(args.policy, **parse_params(args.param))
     rounds = args.rounds if args.rounds is not None else (problem.rounds or DEFAULT_ROUNDS)
     if rounds < 1:
         raise FairschedError(f"--rounds must be positive, got {rounds}")
@@ -151,6 +153,10 @@ def _run(args: argparse.Namespace) -> int:
         "selection_fraction": fractions, "fairness_slack": report.fairness_slack,
         "max_debt": report.max_debt, "seconds": seconds,
     }
+    extra = policy.diagnostics(u_opt)
+    if "fractional_point" in extra:
+        extra["fractional_point"] = {w: float(y) for w, y in zip(problem.ids, extra["fractional_point"])}
+    data.update(extra)
     ratio = "n/a" if report.ratio is None else f"{report.ratio:.6f}"
     optimum_text = "n/a" if u_opt is None else f"{u_opt:.6f}"
     lines = [f"{policy.name} on {args.instance}: {rounds:,} rounds, seed {args.seed}, {seconds:.2f} s",
@@ -159,6 +165,10 @@ def _run(args: argparse.Namespace) -> int:
              "worker  r        fraction"]
     lines += [f"{w:<7} {r:<8.4f} {f:.4f}{'' if f >= r - 1e-12 else '  below floor'}"
               for w, r, f in zip(problem.ids, problem.r, report.selection_fraction)]
+    if "multilinear_value" in extra:
+        bound = extra["lower_bound"]
+        lines.append(f"fractional point: F(y) = {extra['multilinear_value']:.6f} ({extra['multilinear_method']}), "
+                     f"guaranteed >= {'n/a' if bound is None else f'{bound:.6f}'}")
     if args.out:
         lines.append(f"schedule written to {args.out}")
     _emit(args, data, "\n".join(lines))
@@ -178,6 +188,27 @@ def _run_with_progress(problem: Problem, policy, rounds: int, seed: int, quiet: 
 
         return run(problem, policy, rounds, seed, progress=None if disable else progress,
                    progress_every=max(1, rounds // 200))
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
+    """``["steps=200", "method=exact"]`` → ``{"steps": 200, "method": "exact"}`` (ints, floats, booleans, strings)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise FairschedError(f"--param {pair!r}: expected KEY=VALUE")
+        value: Any = text
+        if text.lower() in ("true", "false"):
+            value = text.lower() == "true"
+        else:
+            for convert in (int, float):
+                try:
+                    value = convert(text)
+                    break
+                except ValueError:
+                    continue
+        params[key.strip().replace("-", "_")] = value
+    return params
 
 
 def _optimum_or_none(problem: Problem, max_columns: int) -> float | None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from fairsched.errors import PolicyError
 from fairsched.policies.base import Policy
 from fairsched.policies.baselines import GreedyPolicy, RandomPolicy, RoundRobinPolicy
+from fairsched.policies.continuous_greedy import FairCG1, FairCG2
 from fairsched.policies.fairdg import FairDG
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (FairDG, GreedyPolicy, RandomPolicy, RoundRobinPolicy)
+    cls.name: cls for cls in (FairDG, FairCG1, FairCG2, GreedyPolicy, RandomPolicy, RoundRobinPolicy)
 }
 
 
@@ -20,10 +22,12 @@ def make_policy(name: str, **params: Any) -> Policy:
         cls = POLICIES[name]
     except KeyError:
         raise PolicyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise PolicyError(f"{name}: {exc}") from None
+    accepted = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise PolicyError(f"{name}: unknown parameter(s) {', '.join(unknown)}; "
+                          f"accepted: {', '.join(accepted) or 'none'}")
+    return cls(**params)
 
 
-__all__ = ["Policy", "FairDG", "GreedyPolicy", "RandomPolicy", "RoundRobinPolicy", "POLICIES", "make_policy"]
+__all__ = ["Policy", "FairDG", "FairCG1", "FairCG2", "GreedyPolicy", "RandomPolicy", "RoundRobinPolicy", "POLICIES", "make_policy"]

@@ -49,6 +49,10 @@ class Policy(ABC):
         self.counts[selected] += 1
         self.t += 1
 
+    def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
+        """Policy-specific figures for reports (e.g. a fractional point and its guarantee)."""
+        return {}
+
     def params(self) -> dict[str, Any]:
         """Parameters that, with the name, reproduce this policy."""
         return {}
