@@ -35,12 +35,21 @@ def paper_instance(beta: float = 0.42) -> dict[str, Any]:
     }
 
 
-def _uniform_floors(n: int, k: int, load: float) -> list[float]:
-    """Every worker the same floor, ``Σ r = load·k`` (capped at 1 per worker)."""
-    return [round(min(1.0, load * k / n), 6)] * n
+#: floor of each of the ``k`` strong workers in the costly families; they are wanted anyway
+STRONG_FLOOR = 0.1
 
 
-def coverage_instance(n: int = 12, k: int = 4, elements: int = 60, load: float = 0.9,
+def _costly_floors(n: int, k: int, load: float) -> list[float]:
+    """Floors with ``Σ r = load·k``: 0.1 for the ``k`` strong workers, the rest shared by the weak.
+
+    The weak workers' floor exceeds ``k/n`` whenever ``load·k − 0.1·k > (n − k)·k/n``, so
+    uniform sampling and round-robin fail it and only a fairness-aware policy meets it.
+    """
+    weak = (load * k - STRONG_FLOOR * k) / (n - k)
+    return [STRONG_FLOOR] * k + [round(min(1.0, weak), 6)] * (n - k)
+
+
+def coverage_instance(n: int = 12, k: int = 4, elements: int = 60, load: float = 0.8,
                       seed: int = 0) -> dict[str, Any]:
     """Weighted coverage where a few workers see most of the data and the rest see a little.
 
@@ -58,12 +67,12 @@ def coverage_instance(n: int = 12, k: int = 4, elements: int = 60, load: float =
         "name": f"coverage-n{n}-k{k}-s{seed}",
         "k": k,
         "rounds": 20_000,
-        "workers": {"r": _uniform_floors(n, k, load)},
+        "workers": {"r": _costly_floors(n, k, load)},
         "utility": {"kind": "coverage", "covers": covers, "weights": weights.tolist()},
     }
 
 
-def facility_location_instance(n: int = 12, k: int = 4, points: int = 40, load: float = 0.9,
+def facility_location_instance(n: int = 12, k: int = 4, points: int = 40, load: float = 0.8,
                                seed: int = 0) -> dict[str, Any]:
     """Facility location on clustered points: strong workers represent many points, weak ones few."""
     rng = np.random.default_rng(seed)
@@ -73,12 +82,12 @@ def facility_location_instance(n: int = 12, k: int = 4, points: int = 40, load: 
         "name": f"facility-location-n{n}-k{k}-s{seed}",
         "k": k,
         "rounds": 20_000,
-        "workers": {"r": _uniform_floors(n, k, load)},
+        "workers": {"r": _costly_floors(n, k, load)},
         "utility": {"kind": "facility-location", "similarity": similarity.round(4).tolist()},
     }
 
 
-def concave_modular_instance(n: int = 12, k: int = 4, features: int = 8, load: float = 0.9,
+def concave_modular_instance(n: int = 12, k: int = 4, features: int = 8, load: float = 0.8,
                              concave: str = "sqrt", seed: int = 0) -> dict[str, Any]:
     """Concave of modular sums: each feature's value saturates; weak workers carry little mass."""
     rng = np.random.default_rng(seed)
@@ -88,6 +97,6 @@ def concave_modular_instance(n: int = 12, k: int = 4, features: int = 8, load: f
         "name": f"concave-modular-n{n}-k{k}-s{seed}",
         "k": k,
         "rounds": 20_000,
-        "workers": {"r": _uniform_floors(n, k, load)},
+        "workers": {"r": _costly_floors(n, k, load)},
         "utility": {"kind": "concave-modular", "features": feats.round(4).tolist(), "concave": concave},
     }
