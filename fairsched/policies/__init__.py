@@ -10,9 +10,12 @@ from fairsched.policies.base import Policy
 from fairsched.policies.baselines import GreedyPolicy, RandomPolicy, RoundRobinPolicy
 from fairsched.policies.continuous_greedy import FairCG1, FairCG2
 from fairsched.policies.fairdg import FairDG
+from fairsched.policies.lp import LPRandom, LPSequenced
+from fairsched.policies.lyapunov import Lyapunov
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (FairDG, FairCG1, FairCG2, GreedyPolicy, RandomPolicy, RoundRobinPolicy)
+    cls.name: cls for cls in (FairDG, FairCG1, FairCG2, LPRandom, LPSequenced, Lyapunov,
+                              GreedyPolicy, RandomPolicy, RoundRobinPolicy)
 }
 
 
@@ -30,4 +33,4 @@ def make_policy(name: str, **params: Any) -> Policy:
     return cls(**params)
 
 
-__all__ = ["Policy", "FairDG", "FairCG1", "FairCG2", "GreedyPolicy", "RandomPolicy", "RoundRobinPolicy", "POLICIES", "make_policy"]
+__all__ = ["Policy", "FairDG", "FairCG1", "FairCG2", "LPRandom", "LPSequenced", "Lyapunov", "GreedyPolicy", "RandomPolicy", "RoundRobinPolicy", "POLICIES", "make_policy"]
