@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from typing import Any, NoReturn, Sequence
@@ -73,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_INFEASIBLE)
     except FairschedError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
+    except BrokenPipeError:  # stdout closed early (`| head`): not an error of the input
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:
         return _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_BAD_INPUT)
     except KeyboardInterrupt:

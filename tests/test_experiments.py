@@ -25,3 +25,19 @@ def test_reproduction_writes_tables_csv_and_figures(tmp_path, capsys):
     assert "| 0.42 |" in text and "coverage.toml" in text
     assert (tmp_path / "fig3_ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "paper β=0.42 fairdg" in capsys.readouterr().err
+
+
+def test_policy_comparison_writes_table_sweep_and_plot(tmp_path):
+    from fairsched.experiments import compare
+
+    assert compare.main(["--out", str(tmp_path), "--rounds", "400"]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "compare.csv")))
+    assert len(rows) == len(compare.cases()) * len(compare.POLICIES)
+    assert {r["policy"] for r in rows} >= {"lp-sequenced", "lyapunov[V=10]", "round-robin"}
+    for r in rows:
+        if r["policy"] in ("lp-sequenced", "fairdg"):
+            assert float(r["max_debt"]) < 1
+    sweep = list(csv.DictReader(open(tmp_path / "lyapunov_sweep.csv")))
+    assert [float(s["V"]) for s in sweep] == list(compare.SWEEP_VS)
+    assert (tmp_path / "lyapunov_sweep.png").stat().st_size > 1000
+    assert "## Summary over all cases" in (tmp_path / "results.md").read_text()

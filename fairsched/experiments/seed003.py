@@ -13,24 +13,19 @@ The paper instance is a **[reconstruction]** (Table I's data sizes are not in th
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
-import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from fairsched.atomic import atomic_write
+from fairsched.experiments.common import Row, measure, write_csv
 from fairsched.generators import PAPER_BETAS
 from fairsched.instances import load_instance
 from fairsched.lp_optimum import optimum
-from fairsched.metrics import evaluate
-from fairsched.policies import make_policy
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
-from fairsched.simulate import run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "instances" / "paper.toml"
@@ -40,40 +35,6 @@ PAPER_POLICIES = ("faircg1", "faircg2", "fairdg", "greedy")
 COSTLY_POLICIES = ("faircg1", "faircg2", "fairdg", "greedy", "random", "round-robin")
 FIG2_BETA = 0.42
 WORKER1_ROUNDS = 2000
-
-
-@dataclass(frozen=True)
-class Row:
-    """One policy run on one instance: the tidy record behind every table and figure."""
-
-    instance: str
-    beta: float | None
-    policy: str
-    rounds: int
-    seed: int
-    u_opt: float
-    time_average_utility: float
-    ratio: float
-    fairness_slack: float
-    max_debt: float
-    multilinear_value: float | None
-    lower_bound: float | None
-    seconds: float
-
-
-def measure(problem: Problem, policy_name: str, rounds: int, seed: int, u_opt: float,
-            instance: str, beta: float | None) -> tuple[Row, Schedule]:
-    """Run one policy and evaluate it against ``u_opt``."""
-    policy = make_policy(policy_name)
-    start = time.perf_counter()
-    schedule = run(problem, policy, rounds, seed)
-    seconds = time.perf_counter() - start
-    report = evaluate(schedule, problem, u_opt)
-    diag = policy.diagnostics(u_opt)
-    row = Row(instance, beta, policy_name, rounds, seed, u_opt, report.time_average_utility,
-              report.ratio, report.fairness_slack, report.max_debt,
-              diag.get("multilinear_value"), diag.get("lower_bound"), seconds)
-    return row, schedule
 
 
 def paper_sweep(rounds: int, seed: int, betas: Sequence[float] = PAPER_BETAS,
@@ -107,19 +68,6 @@ def costly_runs(rounds: int, seed: int, log=print) -> list[Row]:
             log(f"{path.stem} {name:11s} ratio {row.ratio:.5f} slack {row.fairness_slack:+.5f} "
                 f"({row.seconds:.1f} s)")
     return rows
-
-
-def write_csv(rows: Sequence[Row], path: Path) -> None:
-    """Tidy CSV, one row per run."""
-    with atomic_write(path) as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(asdict(row))
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "–" if value is None else format(value, spec)
 
 
 def paper_table(rows: Sequence[Row]) -> str:

@@ -18,7 +18,11 @@ import numpy as np
 
 def as_index_set(S: Any, n: int) -> np.ndarray:
     """Return ``S`` (any iterable of worker indices) as a sorted unique ``int64`` array."""
-    idx = np.unique(np.asarray(S, dtype=np.int64).reshape(-1))
+    if isinstance(S, np.ndarray) and S.dtype == np.int64 and S.ndim == 1 and (
+            S.size < 2 or bool((S[1:] > S[:-1]).all())):
+        idx = S  # already sorted and unique: the hot path of greedy and the policies
+    else:
+        idx = np.unique(np.asarray(S, dtype=np.int64).reshape(-1))
     if idx.size and (idx[0] < 0 or idx[-1] >= n):
         raise IndexError(f"worker index out of range 0..{n - 1}: {idx.tolist()}")
     return idx
