@@ -1,9 +1,12 @@
 """The policy interface: a stateful rule that picks one set per round.
 
 A policy is reset for a problem and a random generator, then alternates
-``select()`` (the set for the next round) and ``observe(selected)`` (what was actually
-selected). The base class keeps the round counter ``t`` (rounds observed) and the
-selection counts ``N_u(t)`` that most fair policies need.
+``select(available)`` (the set for the next round, among the available workers) and
+``observe(counted)`` (the workers whose round counts towards their floors: those selected,
+or those that actually served). The base class keeps the round counter ``t`` (rounds
+observed) and the counts ``N_u(t)`` that most fair policies need, and saves and restores
+the whole state (:meth:`Policy.state_dict`), random generator included, so a restored
+policy makes exactly the decisions the original would have.
 """
 
 from __future__ import annotations
@@ -35,19 +38,65 @@ class Policy(ABC):
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         self.t = 0
         self.counts = np.zeros(problem.n, dtype=np.int64)
+        self._everyone = np.ones(problem.n, dtype=bool)
         self._prepare()
 
     def _prepare(self) -> None:
         """Hook for per-problem precomputation, called by :meth:`reset`."""
 
-    @abstractmethod
-    def select(self) -> np.ndarray:
-        """The sorted ``int64`` set of workers for round ``t + 1``."""
+    def select(self, available: np.ndarray | None = None) -> np.ndarray:
+        """The sorted ``int64`` set of workers for round ``t + 1``.
 
-    def observe(self, selected: np.ndarray) -> None:
-        """Record that ``selected`` was the set of round ``t + 1``."""
-        self.counts[selected] += 1
+        ``available`` is a boolean mask of the workers that can be asked this round (all
+        when ``None``). Policies that plan a set ahead (FairCG, the LP policies) drop its
+        unavailable members; the others choose among the available workers only.
+        """
+        if available is None:
+            return self._select(self._everyone)
+        mask = np.asarray(available, dtype=bool)
+        if mask.shape != (self.problem.n,):
+            raise ValueError(f"available must be a boolean mask of length {self.problem.n}, got shape {mask.shape}")
+        chosen = self._select(mask)
+        return chosen[mask[chosen]]
+
+    @abstractmethod
+    def _select(self, available: np.ndarray) -> np.ndarray:
+        """The set for round ``t + 1`` given the availability mask (see :meth:`select`)."""
+
+    def observe(self, counted: np.ndarray) -> None:
+        """Record round ``t + 1``: ``counted`` are the workers whose floors it serves."""
+        self.counts[counted] += 1
         self.t += 1
+
+    def forgive(self, workers: np.ndarray) -> None:
+        """Clear the debts of ``workers`` (they were away): raise ``N_u`` to ``⌊r_u·t⌋``."""
+        owed = np.floor(self.problem.r[workers] * self.t + 1e-9).astype(np.int64)
+        self.counts[workers] = np.maximum(self.counts[workers], owed)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this policy is (JSON-serialisable)."""
+        return {"policy": self.name, "params": self.params(), "n": int(self.problem.n), "t": int(self.t),
+                "counts": self.counts.tolist(), "rng": self.rng.bit_generator.state,
+                **self._extra_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output; the policy must already be :meth:`reset` on the same problem."""
+        if state.get("policy") != self.name or state.get("params") != self.params():
+            raise ValueError(f"state is for policy {state.get('policy')!r} {state.get('params')}, "
+                             f"not {self.name!r} {self.params()}")
+        if state.get("n") != self.problem.n or len(state.get("counts", ())) != self.problem.n:
+            raise ValueError(f"state is for {state.get('n')} workers, the problem has {self.problem.n}")
+        self.t = int(state["t"])
+        self.counts = np.asarray(state["counts"], dtype=np.int64)
+        self.rng.bit_generator.state = state["rng"]
+        self._load_extra_state(state)
+
+    def _extra_state(self) -> dict[str, Any]:
+        """Subclass state beyond ``t``, counts and the generator."""
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`_extra_state` saved."""
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         """Policy-specific figures for reports (e.g. a fractional point and its guarantee)."""

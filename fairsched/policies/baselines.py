@@ -17,8 +17,10 @@ class GreedyPolicy(Policy):
     def _prepare(self) -> None:
         self._set = greedy_complete(self.problem.utility, self.problem.k)
 
-    def select(self) -> np.ndarray:
-        return self._set
+    def _select(self, available: np.ndarray) -> np.ndarray:
+        if available.all():
+            return self._set
+        return greedy_complete(self.problem.utility, self.problem.k, candidates=available)
 
 
 class RandomPolicy(Policy):
@@ -27,19 +29,36 @@ class RandomPolicy(Policy):
     name = "random"
     fair = False
 
-    def select(self) -> np.ndarray:
-        return np.sort(self.rng.choice(self.problem.n, size=self.problem.k, replace=False))
+    def _select(self, available: np.ndarray) -> np.ndarray:
+        if available.all():
+            return np.sort(self.rng.choice(self.problem.n, size=self.problem.k, replace=False))
+        pool = np.flatnonzero(available)
+        return np.sort(self.rng.choice(pool, size=min(self.problem.k, pool.size), replace=False))
 
 
 class RoundRobinPolicy(Policy):
-    """Workers in cyclic order, ``k`` per round: round ``t`` takes ``(t·k + i) mod n``, ``i < k``.
+    """Workers in cyclic order, ``k`` per round: the next ``k`` available after the last one asked.
 
-    Every worker's fraction tends to ``k/n``, so it meets floors ``r_u <= k/n`` only.
+    With everyone available round ``t`` takes ``(t·k + i) mod n``, ``i < k``, and every
+    worker's fraction tends to ``k/n``, so it meets floors ``r_u <= k/n`` only.
     """
 
     name = "round-robin"
     fair = False
 
-    def select(self) -> np.ndarray:
+    def _prepare(self) -> None:
+        self._next = 0
+
+    def _select(self, available: np.ndarray) -> np.ndarray:
         n, k = self.problem.n, self.problem.k
-        return np.sort((self.t * k + np.arange(k)) % n)
+        order = (self._next + np.arange(n)) % n
+        chosen = order[available[order]][:k]
+        if chosen.size:
+            self._next = int(chosen[-1] + 1) % n
+        return np.sort(chosen)
+
+    def _extra_state(self) -> dict:
+        return {"next": self._next}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self._next = int(state["next"])

@@ -124,13 +124,32 @@ class _ContinuousGreedy(Policy):
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
         raise NotImplementedError
 
-    def select(self) -> np.ndarray:
+    def _select(self, available: np.ndarray) -> np.ndarray:
         if self._next >= self._batch.shape[0]:
+            self._batch_rng = self.rng.bit_generator.state
             self._batch = pipage_round_batch(self.result.y, BATCH_ROUNDS, self.rng)
             self._next = 0
         chosen = np.flatnonzero(self._batch[self._next])
         self._next += 1
         return chosen
+
+    def _extra_state(self) -> dict[str, Any]:
+        # The batch is redrawn from the generator state it was drawn with, not stored.
+        return {"y": self.result.y.tolist(), "batch_rng": getattr(self, "_batch_rng", None),
+                "next": self._next, "batch_size": int(self._batch.shape[0])}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        y = np.asarray(state["y"], dtype=float)
+        if not np.array_equal(y, self.result.y):
+            raise ValueError("state's fractional point differs from this policy's; refusing to mix them")
+        self._next = int(state["next"])
+        self._batch = np.zeros((0, self.problem.n), dtype=bool)
+        if state["batch_rng"] is not None and state["batch_size"]:
+            after = self.rng.bit_generator.state
+            self.rng.bit_generator.state = state["batch_rng"]
+            self._batch_rng = state["batch_rng"]
+            self._batch = pipage_round_batch(self.result.y, state["batch_size"], self.rng)
+            self.rng.bit_generator.state = after
 
     def lower_bound(self, u_opt: float) -> float:
         """The guaranteed ``F(y(1))`` given ``U_opt`` (see the module docstring)."""

@@ -7,6 +7,9 @@ Before round ``t`` the debt of worker ``u`` is ``D_u = r_u·t − N_u(t−1)`` a
   gain ``f(S ∪ {u}) − f(S)``.
 - ``|A_t| >= k``: take ``k`` workers of ``A_t`` by urgency.
 
+With availability, ``A_t`` and the greedy completion are restricted to the available
+workers; an unavailable worker's debt keeps growing until it is back.
+
 The seed ranks by debt alone and proves debt ``< 1`` for a homogeneous ``r``. With a
 heterogeneous ``r`` and ``Σ r = k`` that ranking can let a debt reach 1 (see
 ``tests/test_fairdg.py`` for a kept counter-example), so the default ranking is
@@ -67,14 +70,14 @@ class FairDG(Policy):
         """``D_u = r_u·t − N_u(t−1)`` for the coming round ``t``."""
         return self._r * (self.t + 1) - self.counts
 
-    def select(self) -> np.ndarray:
+    def _select(self, available: np.ndarray) -> np.ndarray:
         k = self.problem.k
         debt = self.debts()
-        behind = self._positive & (debt >= -DEBT_TOLERANCE)
+        behind = self._positive & (debt >= -DEBT_TOLERANCE) & available
         size = int(np.count_nonzero(behind))
         if size >= k:
             return self._most_urgent(np.flatnonzero(behind), debt, k)
-        return self._complete(behind)
+        return self._complete(behind, available)
 
     def _most_urgent(self, members: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
         d = debt[members]
@@ -86,12 +89,12 @@ class FairDG(Policy):
         order = np.lexsort(keys[::-1])
         return np.sort(members[order[:k]])
 
-    def _complete(self, behind: np.ndarray) -> np.ndarray:
-        key = behind.tobytes()
+    def _complete(self, behind: np.ndarray, available: np.ndarray) -> np.ndarray:
+        key = behind.tobytes() + available.tobytes()
         chosen = self._completions.get(key)
         if chosen is None:
             chosen = greedy_complete(self.problem.utility, self.problem.k,
-                                     base=np.flatnonzero(behind))
+                                     base=np.flatnonzero(behind), candidates=available)
             if len(self._completions) >= self.cache_size:
                 self._completions.clear()
             self._completions[key] = chosen

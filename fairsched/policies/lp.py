@@ -55,13 +55,27 @@ class LPRandom(Policy):
         self._draws = np.zeros(0, dtype=np.int64)
         self._next = 0
 
-    def select(self) -> np.ndarray:
+    def _select(self, available: np.ndarray) -> np.ndarray:
         if self._next >= self._draws.size:
+            self._draws_rng = self.rng.bit_generator.state
             self._draws = self.rng.choice(len(self._sets), size=BATCH_ROUNDS, p=self._p)
             self._next = 0
         chosen = self._sets[self._draws[self._next]]
         self._next += 1
         return chosen
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"draws_rng": getattr(self, "_draws_rng", None), "next": self._next,
+                "draws": int(self._draws.size)}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self._next = int(state["next"])
+        self._draws = np.zeros(0, dtype=np.int64)
+        if state["draws_rng"] is not None and state["draws"]:
+            after = self.rng.bit_generator.state
+            self.rng.bit_generator.state = self._draws_rng = state["draws_rng"]
+            self._draws = self.rng.choice(len(self._sets), size=state["draws"], p=self._p)
+            self.rng.bit_generator.state = after
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         return {"support_size": len(self._sets)}
@@ -114,7 +128,7 @@ class LPSequenced(Policy):
             epsilon /= 2
         return 0.0, exact
 
-    def select(self) -> np.ndarray:
+    def _select(self, available: np.ndarray) -> np.ndarray:
         t = self.t + 1
         deficit = self._p * t - self._played
         ranked = self._order[np.argsort(-deficit[self._order], kind="stable")]
@@ -127,6 +141,15 @@ class LPSequenced(Policy):
         best = ranked[int(np.argmax(safe))]
         self._played[best] += 1
         return self._sets[best]
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"played": self._played.tolist(), "guarded_rounds": self.guarded_rounds}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        if len(state["played"]) != len(self._sets):
+            raise ValueError("state's LP support differs from this policy's; refusing to mix them")
+        self._played = np.asarray(state["played"], dtype=np.int64)
+        self.guarded_rounds = int(state["guarded_rounds"])
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         return {"margin_epsilon": self.epsilon, "support_size": len(self._sets),

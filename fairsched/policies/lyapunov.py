@@ -63,8 +63,8 @@ class Lyapunov(Policy):
         self.max_queue = 0.0
         self._score = _Penalised(utility, self.V / scale if scale > 0 else self.V, self.queues)
 
-    def select(self) -> np.ndarray:
-        return greedy_complete(self._score, self.problem.k)
+    def _select(self, available: np.ndarray) -> np.ndarray:
+        return greedy_complete(self._score, self.problem.k, candidates=None if available.all() else available)
 
     def observe(self, selected: np.ndarray) -> None:
         super().observe(selected)
@@ -72,6 +72,17 @@ class Lyapunov(Policy):
         self.queues[selected] -= 1.0
         np.maximum(self.queues, 0.0, out=self.queues)
         self.max_queue = max(self.max_queue, float(self.queues.max()))
+
+    def forgive(self, workers: np.ndarray) -> None:
+        super().forgive(workers)
+        self.queues[workers] = 0.0
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"queues": self.queues.tolist(), "max_queue": self.max_queue}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.queues[:] = np.asarray(state["queues"], dtype=float)
+        self.max_queue = float(state["max_queue"])
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         return {"V": self.V, "max_queue": self.max_queue}
