@@ -18,11 +18,12 @@ from fairsched.utilities.coverage import Coverage
 from fairsched.utilities.facility_location import FacilityLocation
 from fairsched.utilities.mixture import Mixture
 from fairsched.utilities.modular import Modular
+from fairsched.utilities.propensity_accuracy import PropensityWeightedAccuracy
 
 UTILITY_KINDS: dict[str, type] = {
     cls.kind: cls
     for cls in (AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture,
-                Modular, CallableUtility)
+                Modular, PropensityWeightedAccuracy, CallableUtility)
 }
 
 
@@ -55,6 +56,7 @@ __all__ = [
     "FacilityLocation",
     "Mixture",
     "Modular",
+    "PropensityWeightedAccuracy",
     "SetFunction",
     "SubmodularityReport",
     "check_submodular",

@@ -1,0 +1,207 @@
+"""Propensity-weighted accuracy: the accuracy a set of workers buys for the target population.
+
+The plain accuracy utility (seed 003, Section VI) scores a set by its total data size, so
+it favours whoever holds the most data, which under selection bias means the
+over-enrolled part of the population. Here the population is split into strata
+``j = 1..J`` with population shares ``π_j`` (from a census, or estimated by IPW, seed
+000/001 §2B: ``π̂_j = Σ_{i∈stratum j} 1/p̂_i / Σ_i 1/p̂_i`` over the enrolled units ``i`` with
+inclusion propensities ``p̂_i``, :func:`ipw_shares`).
+
+Derivation. The target-population accuracy of a model is the expectation of per-example
+accuracy over the population, which by the law of total expectation is the share-weighted
+stratum accuracy ``Σ_j π_j·acc_j``; IPW is what makes the shares those of the population
+rather than of the enrolled. Stratum ``j``'s accuracy follows a learning curve in the data
+useful for it: worker ``u`` holds ``L_{u,j}`` examples of stratum ``j``, and data of other
+strata transfer with factor ``τ ∈ [0, 1]``, so
+
+    m_j(S) = Σ_{u∈S} (L_{u,j} + τ·Σ_{j'≠j} L_{u,j'}),
+    acc_j(m) = (1 − a_j) − b_j·m^{c_j}     (b_j > 0, c_j < 0),
+    f(S) = Σ_j π_j·acc_j(m_j(S))  for S ≠ ∅,   f(∅) = 0.
+
+With one stratum, or ``τ = 1`` and equal curves, ``m_j(S)`` is the total size of ``S`` and
+``f`` is exactly :class:`~fairsched.utilities.accuracy.AccuracyUtility`.
+
+Monotone submodular away from ∅: each ``acc_j`` is concave increasing, ``m_j`` is modular
+with nonnegative weights, and ``π_j >= 0``; the jump from ``∅`` is checked by
+:meth:`PropensityWeightedAccuracy.submodularity_problem` as for ``AccuracyUtility``.
+Every effective size ``L_{u,j} + τ·Σ_{j'≠j} L_{u,j'}`` must be positive (otherwise a set of
+such workers would have accuracy ``−∞`` on stratum ``j``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import numpy as np
+
+from fairsched.errors import InstanceError
+from fairsched.propensity.errors import PropensityError
+from fairsched.propensity.ipw import ipw_shares as _ipw_shares
+from fairsched.utilities.base import SetFunction, as_index_set
+from fairsched.utilities.validation import as_masks, check_number, check_vector, read_table, row_chunks
+
+SHARE_TOLERANCE = 1e-9
+
+
+def ipw_shares(labels: Any, propensities: Any, strata: int | None = None) -> np.ndarray:
+    """IPW estimate of stratum shares from enrolled units' stratum labels and propensities.
+
+    ``π̂_j = Σ_{i: s_i = j} 1/p̂_i / Σ_i 1/p̂_i`` (Hájek; seed 000/001 §2B). Labels are
+    ``0..J−1``; bad input raises :class:`InstanceError` naming ``labels`` or ``propensities``.
+    """
+    try:
+        return _ipw_shares(labels, propensities, strata)
+    except PropensityError as exc:
+        key = "propensities" if "propensit" in str(exc) else "labels"
+        raise InstanceError(str(exc).split(": ", 1)[-1], key=key) from None
+
+
+def _per_stratum(value: Any, key: str, J: int, **sign: bool) -> np.ndarray:
+    if np.ndim(value) == 0:
+        return np.full(J, check_number(value, key, **sign))
+    vec = check_vector(value, key)
+    if vec.size != J:
+        raise InstanceError(f"has {vec.size} entries, expected {J} (one per stratum)", key=key)
+    for i, x in enumerate(vec):
+        check_number(float(x), f"{key}[{i}]", **sign)
+    return vec
+
+
+class PropensityWeightedAccuracy(SetFunction):
+    """``f(S) = Σ_j π_j·[(1 − a_j) − b_j·m_j(S)^{c_j}]`` for ``S ≠ ∅``, ``f(∅) = 0``.
+
+    Parameters
+    ----------
+    sizes : (n, J) array
+        ``L_{u,j}``: examples of stratum ``j`` held by worker ``u`` (row per worker).
+    shares : (J,) array
+        Population shares ``π_j`` (nonnegative, summing to 1); see :func:`ipw_shares`.
+    transfer : float
+        ``τ ∈ [0, 1]``, how much data of other strata helps stratum ``j``.
+    a, b, c : float or (J,) array
+        Learning-curve parameters, shared or per stratum (``b > 0``, ``c < 0``).
+    n : int, optional
+        Number of workers ``sizes`` must describe.
+    """
+
+    kind = "propensity-accuracy"
+
+    def __init__(self, sizes: Any, shares: Any, transfer: float = 0.0, a: Any = 0.05,
+                 b: Any = 0.5, c: Any = -0.2, *, n: int | None = None):
+        try:
+            L = np.asarray(sizes, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InstanceError("must be a list of equally long rows of numbers (one row per worker)",
+                                key="sizes") from None
+        if L.ndim != 2 or L.shape[0] == 0 or L.shape[1] == 0:
+            raise InstanceError(f"must be a matrix with one row per worker and one column per stratum, "
+                                f"got shape {L.shape}", key="sizes")
+        if n is not None and L.shape[0] != n:
+            raise InstanceError(f"has {L.shape[0]} rows, expected {n} (one per worker)", key="sizes")
+        if not np.isfinite(L).all() or (L < 0).any():
+            i, j = (int(v) for v in np.argwhere(~np.isfinite(L) | (L < 0))[0])
+            raise InstanceError(f"entry [{i}][{j}] is {L[i, j]}, expected a finite number >= 0", key="sizes")
+        self.sizes = L
+        self.n, J = L.shape
+        self.shares = check_vector(shares, "shares", nonnegative=True)
+        if self.shares.size != J:
+            raise InstanceError(f"has {self.shares.size} entries but sizes has {J} strata (columns); "
+                                "one share per stratum", key="shares")
+        if abs(self.shares.sum() - 1.0) > SHARE_TOLERANCE:
+            raise InstanceError(f"sum to {self.shares.sum():.10g}, expected 1", key="shares")
+        self.transfer = check_number(transfer, "transfer", nonnegative=True)
+        if self.transfer > 1:
+            raise InstanceError(f"is {self.transfer}, expected a factor in [0, 1]", key="transfer")
+        self.a = _per_stratum(a, "a", J)
+        self.b = _per_stratum(b, "b", J, positive=True)
+        self.c = _per_stratum(c, "c", J, negative=True)
+        total = L.sum(axis=1, keepdims=True)
+        # m_j(S) is modular: worker u adds (1 − τ)·L_{u,j} + τ·Σ_j' L_{u,j'} to stratum j.
+        self.effective = (1.0 - self.transfer) * L + self.transfer * total
+        bad = self.effective <= 0
+        if bad.any():
+            u, j = (int(v) for v in np.argwhere(bad)[0])
+            raise InstanceError(
+                f"worker {u} has no data usable for stratum {j} (row {u} is {L[u].tolist()} with transfer "
+                f"{self.transfer:g}), so its accuracy there would be -inf; give it data or raise transfer",
+                key="sizes")
+
+    @property
+    def strata(self) -> int:
+        """Number of strata ``J``."""
+        return int(self.sizes.shape[1])
+
+    def _curves(self, m: np.ndarray) -> np.ndarray:
+        return (1.0 - self.a) - self.b * np.power(m, self.c)
+
+    def _score(self, m: np.ndarray) -> np.ndarray:
+        return self._curves(m) @ self.shares
+
+    def values(self, masks: np.ndarray) -> np.ndarray:
+        masks = as_masks(masks, self.n)
+        out = np.zeros(masks.shape[0])
+        for rows in row_chunks(masks.shape[0], self.n + self.strata):
+            block = masks[rows]
+            m = block.astype(np.float64) @ self.effective
+            nonempty = block.any(axis=1)
+            out[rows] = np.where(nonempty, self._score(np.where(nonempty[:, None], m, 1.0)), 0.0)
+        return out
+
+    def gains(self, S: Any) -> np.ndarray:
+        S = as_index_set(S, self.n)
+        if S.size == 0:
+            return self._score(self.effective)
+        m = self.effective[S].sum(axis=0)
+        out = self._score(m[None, :] + self.effective) - float(self._score(m[None, :])[0])
+        out[S] = 0.0
+        return out
+
+    def submodularity_problem(self) -> str | None:
+        """Why ``f`` is not monotone submodular on these sizes, or ``None`` if it is.
+
+        Away from ``∅`` ``f`` is a nonnegative combination of concave increasing functions of
+        modular ones; only the jump from ``∅`` can fail: every ``f({u}) >= 0``
+        (monotonicity) and ``f({u}) >= f({u, v}) − f({v})`` for every ``v ≠ u`` (a gain on
+        any non-empty ``B ∋ v`` is at most the gain on ``{v}``, by concavity).
+        """
+        tol = 1e-12
+        singles = self._score(self.effective)
+        u = int(np.argmin(singles))
+        if singles[u] < -tol:
+            return (f"not monotone: f({{{u}}}) = {singles[u]:.6g} < 0 = f({{}}) "
+                    f"(worker {u}'s sizes {self.sizes[u].tolist()} are too small for these curves)")
+        if self.n < 2:
+            return None
+        for rows in row_chunks(self.n, self.n * self.strata, limit=5_000_000):
+            E = self.effective
+            pair = self._score(E[rows, None, :] + E[None, :, :])  # (rows, n): f({u, v})
+            jump = pair - singles[None, :]                           # gain of u on {v}
+            idx = np.arange(self.n)[rows]
+            jump[np.arange(idx.size), idx] = -np.inf
+            worst = jump.argmax(axis=1)
+            excess = jump[np.arange(idx.size), worst] - singles[idx]
+            bad = np.flatnonzero(excess > tol)
+            if bad.size:
+                u, v = int(idx[bad[0]]), int(worst[bad[0]])
+                return (f"not submodular: gain of {u} on {{}} is {singles[u]:.6g} < gain on {{{v}}} = "
+                        f"{jump[bad[0], v]:.6g} (sizes too small for these curves)")
+        return None
+
+    def to_config(self) -> dict[str, Any]:
+        def compact(x: np.ndarray) -> Any:
+            return float(x[0]) if np.all(x == x[0]) else x.tolist()
+
+        return {"kind": self.kind, "sizes": self.sizes.tolist(), "shares": self.shares.tolist(),
+                "transfer": self.transfer, "a": compact(self.a), "b": compact(self.b),
+                "c": compact(self.c)}
+
+    @classmethod
+    def from_config(cls, table: dict, n: int | None = None) -> Self:
+        """Build from a ``[utility]`` table with ``sizes`` (one row per worker), ``shares`` and
+        optional ``transfer``, ``a``, ``b``, ``c``."""
+        table = read_table(table, cls.kind, ["sizes", "shares"], ["transfer", "a", "b", "c"])
+        params = {k: table[k] for k in ("transfer", "a", "b", "c") if k in table}
+        return cls(table["sizes"], table["shares"], **params, n=n)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n={self.n}, strata={self.strata}, transfer={self.transfer:g})"
