@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
-import time
 from typing import Any, NoReturn, Sequence
 
-from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
-from fairsched.metrics import evaluate
+from fairsched.cli_run import add_run_parser, run_command
+from fairsched.cli_simulate import add_simulate_parser, run_simulate
+from fairsched.errors import FairschedError, InfeasibleError
 from fairsched.instances import load_instance
 from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, optimum
-from fairsched.policies import POLICIES, make_policy
-from fairsched.problem import Problem
-from fairsched.simulate import run
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 2, 3, 130
-DEFAULT_ROUNDS = 10_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fairsched", description="Fair worker scheduling for federated learning (MMSM-CF).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("instance", help="instance file (TOML)")
+    def common(p: argparse.ArgumentParser, optional_instance: bool = False) -> None:
+        p.add_argument("instance", nargs="?" if optional_instance else None, help="instance file (TOML)")
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         p.add_argument("--beta", type=float, default=None,
                        help="override workers.beta (r = beta * r_base; the file must give r_base)")
@@ -50,18 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--max-columns", type=int, default=DEFAULT_MAX_COLUMNS,
                      help=f"refuse to enumerate more k-sets than this (default {DEFAULT_MAX_COLUMNS:,})")
 
-    run_p = sub.add_parser("run", help="run a policy and report utility and fairness")
-    common(run_p)
-    run_p.add_argument("--policy", required=True, help=f"one of: {', '.join(sorted(POLICIES))}")
-    run_p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                       help="a policy parameter, e.g. --param steps=200 (repeatable)")
-    run_p.add_argument("--rounds", type=int, default=None,
-                       help=f"rounds T (default: the instance's rounds, else {DEFAULT_ROUNDS:,})")
-    run_p.add_argument("--seed", type=int, default=0)
-    run_p.add_argument("--out", default=None, help="write the schedule (CSV, one row per round) here")
-    run_p.add_argument("--quiet", action="store_true", help="no progress bar")
-    run_p.add_argument("--max-columns", type=int, default=DEFAULT_MAX_COLUMNS,
-                       help="largest LP to solve for U_opt; beyond it optimum and ratio are null")
+    add_run_parser(sub, common)
+    add_simulate_parser(sub)
     return parser
 
 
@@ -69,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fairsched`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return {"check": _check, "optimum": _optimum, "run": _run}[args.command](args)
+        return {"check": _check, "optimum": _optimum,
+                "run": lambda a: run_command(a, _emit), "simulate": run_simulate}[args.command](args)
     except InfeasibleError as exc:
         return _fail(str(exc), EXIT_INFEASIBLE)
     except FairschedError as exc:
@@ -135,93 +121,6 @@ def _optimum(args: argparse.Namespace) -> int:
     lines.append("fairness price λ_u: " + (", ".join(f"{w} {v:.4g}" for w, v in priced) or "none (no floor binds)"))
     _emit(args, data, "\n".join(lines))
     return EXIT_OK
-
-
-def _run(args: argparse.Namespace) -> int:
-    problem = load_instance(args.instance, beta=args.beta)
-    policy = make_policy(args.policy, **parse_params(args.param))
-    rounds = args.rounds if args.rounds is not None else (problem.rounds or DEFAULT_ROUNDS)
-    if rounds < 1:
-        raise FairschedError(f"--rounds must be positive, got {rounds}")
-    start = time.perf_counter()
-    schedule = _run_with_progress(problem, policy, rounds, args.seed, quiet=args.quiet)
-    seconds = time.perf_counter() - start
-    u_opt = _optimum_or_none(problem, args.max_columns)
-    report = evaluate(schedule, problem, u_opt)
-    if args.out:
-        schedule.write(args.out, problem.ids)
-    fractions = report.as_dict(problem.ids)["selection_fraction"]
-    data = {
-        "instance": args.instance, "policy": policy.name, "rounds": rounds, "seed": args.seed,
-        "time_average_utility": report.time_average_utility, "optimum": u_opt, "ratio": report.ratio,
-        "selection_fraction": fractions, "fairness_slack": report.fairness_slack,
-        "max_debt": report.max_debt, "seconds": seconds,
-    }
-    extra = policy.diagnostics(u_opt)
-    if "fractional_point" in extra:
-        extra["fractional_point"] = {w: float(y) for w, y in zip(problem.ids, extra["fractional_point"])}
-    data.update(extra)
-    ratio = "n/a" if report.ratio is None else f"{report.ratio:.6f}"
-    optimum_text = "n/a" if u_opt is None else f"{u_opt:.6f}"
-    lines = [f"{policy.name} on {args.instance}: {rounds:,} rounds, seed {args.seed}, {seconds:.2f} s",
-             f"time-average utility {report.time_average_utility:.6f}   U_opt {optimum_text}   ratio {ratio}",
-             f"fairness slack {report.fairness_slack:+.4f}   max debt {report.max_debt:.4f}",
-             "worker  r        fraction"]
-    lines += [f"{w:<7} {r:<8.4f} {f:.4f}{'' if f >= r - 1e-12 else '  below floor'}"
-              for w, r, f in zip(problem.ids, problem.r, report.selection_fraction)]
-    if "multilinear_value" in extra:
-        bound = extra["lower_bound"]
-        lines.append(f"fractional point: F(y) = {extra['multilinear_value']:.6f} ({extra['multilinear_method']}), "
-                     f"guaranteed >= {'n/a' if bound is None else f'{bound:.6f}'}")
-    if args.out:
-        lines.append(f"schedule written to {args.out}")
-    _emit(args, data, "\n".join(lines))
-    return EXIT_OK
-
-
-def _run_with_progress(problem: Problem, policy, rounds: int, seed: int, quiet: bool):
-    from tqdm import tqdm
-
-    disable = quiet or not sys.stderr.isatty()
-    with tqdm(total=rounds, disable=disable, file=sys.stderr, unit="round", desc=policy.name) as bar:
-        done = [0]
-
-        def progress(t: int) -> None:
-            bar.update(t - done[0])
-            done[0] = t
-
-        return run(problem, policy, rounds, seed, progress=None if disable else progress,
-                   progress_every=max(1, rounds // 200))
-
-
-def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["steps=200", "method=exact"]`` → ``{"steps": 200, "method": "exact"}`` (ints, floats, booleans, strings)."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
-            raise FairschedError(f"--param {pair!r}: expected KEY=VALUE")
-        value: Any = text
-        if text.lower() in ("true", "false"):
-            value = text.lower() == "true"
-        else:
-            for convert in (int, float):
-                try:
-                    value = convert(text)
-                    break
-                except ValueError:
-                    continue
-        params[key.strip().replace("-", "_")] = value
-    return params
-
-
-def _optimum_or_none(problem: Problem, max_columns: int) -> float | None:
-    if math.comb(problem.n, problem.k) > max_columns:
-        return None
-    try:
-        return optimum(problem, max_columns=max_columns).value
-    except TooLargeError:
-        return None
 
 
 if __name__ == "__main__":

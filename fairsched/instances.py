@@ -8,6 +8,7 @@ The schema is the contract of DESIGN.md::
     [workers]
     ids = ["a", "b", "c"]     # optional; default "0".."n-1"
     r = [0.2, 0.2, 0.5]       # or: r_base = [...] and beta = 0.42 (r = beta * r_base)
+    availability = [1, 0.5, 0.9]  # optional: P(worker can be asked in a round)
     [utility]
     kind = "accuracy"         # plus the keys of that kind (see fairsched.utilities)
 
@@ -30,7 +31,7 @@ from fairsched.problem import Problem
 from fairsched.utilities import utility_from_config
 
 TOP_KEYS = {"name", "k", "rounds", "workers", "utility"}
-WORKER_KEYS = {"ids", "r", "r_base", "beta"}
+WORKER_KEYS = {"ids", "r", "r_base", "beta", "availability"}
 
 
 def read_table(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -102,7 +103,10 @@ def _build(table: dict[str, Any], beta: float | None) -> Problem:
     name = table.get("name", "")
     if not isinstance(name, str):
         raise InstanceError(f"must be a string, got {name!r}", key="name")
-    return Problem(utility, k, np.asarray(r, dtype=float), tuple(ids), name, rounds)
+    availability = workers.get("availability")
+    if availability is not None:
+        availability = np.asarray(_numbers(availability, "workers.availability"), dtype=float)
+    return Problem(utility, k, np.asarray(r, dtype=float), tuple(ids), name, rounds, availability)
 
 
 def _floors(workers: dict[str, Any], beta: float | None) -> list[float]:
@@ -154,6 +158,8 @@ def problem_to_table(problem: Problem) -> dict[str, Any]:
     if problem.rounds is not None:
         table["rounds"] = int(problem.rounds)
     table["workers"] = {"ids": list(problem.ids), "r": [float(x) for x in problem.r]}
+    if problem.availability is not None:
+        table["workers"]["availability"] = [float(a) for a in problem.availability]
     table["utility"] = problem.utility.to_config()
     return table
 

@@ -38,6 +38,9 @@ class Problem:
         Instance name, for reports.
     rounds : int, optional
         Default horizon for :func:`fairsched.run`.
+    availability : array-like of float, optional
+        Probability that each worker can be asked in a round (independent across workers
+        and rounds); ``None`` means always available.
 
     Raises
     ------
@@ -55,6 +58,7 @@ class Problem:
     ids: tuple[str, ...] = field(default=())
     name: str = ""
     rounds: int | None = None
+    availability: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = int(self.utility.n)
@@ -76,6 +80,13 @@ class Problem:
         if self.rounds is not None and (isinstance(self.rounds, bool) or int(self.rounds) < 1):
             raise InstanceError(f"is {self.rounds}, must be a positive integer", key="rounds")
         check_feasible(self.r, self.k, self.ids)
+        if self.availability is not None:
+            a = _check_floors(self.availability, n, key="workers.availability")
+            if (a > 1).any():
+                i = int(np.flatnonzero(a > 1)[0])
+                raise InstanceError(f"entry {i} is {a[i]}, a probability must be <= 1", key="workers.availability")
+            a.setflags(write=False)
+            object.__setattr__(self, "availability", a)
 
     @property
     def n(self) -> int:
@@ -84,7 +95,8 @@ class Problem:
 
     def with_floors(self, r: Sequence[float] | np.ndarray) -> "Problem":
         """The same problem with other fairness floors ``r``."""
-        return Problem(self.utility, self.k, np.asarray(r, dtype=float), self.ids, self.name, self.rounds)
+        return Problem(self.utility, self.k, np.asarray(r, dtype=float), self.ids, self.name, self.rounds,
+                       self.availability)
 
     def index_of(self, worker_id: str) -> int:
         """Index of the worker named ``worker_id``."""
@@ -98,22 +110,22 @@ class Problem:
                 f"sum_r={float(self.r.sum()):.4g}, utility={self.utility!r})")
 
 
-def _check_floors(r: Any, n: int) -> np.ndarray:
+def _check_floors(r: Any, n: int, key: str = "workers.r") -> np.ndarray:
     try:
         arr = np.array(r, dtype=np.float64).reshape(-1) if np.ndim(r) <= 1 else None
     except (TypeError, ValueError):
         arr = None
     if arr is None:
-        raise InstanceError("must be a list of numbers, one per worker", key="workers.r")
+        raise InstanceError("must be a list of numbers, one per worker", key=key)
     if arr.size != n:
-        raise InstanceError(f"has {arr.size} entries, expected {n} (one per worker)", key="workers.r")
+        raise InstanceError(f"has {arr.size} entries, expected {n} (one per worker)", key=key)
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InstanceError(f"entry {i} is {arr[i]}, expected a finite number", key="workers.r")
+        raise InstanceError(f"entry {i} is {arr[i]}, expected a finite number", key=key)
     if (arr < 0).any():
         i = int(np.flatnonzero(arr < 0)[0])
-        raise InstanceError(f"entry {i} is {arr[i]}, a fraction must be >= 0", key="workers.r")
+        raise InstanceError(f"entry {i} is {arr[i]}, a fraction must be >= 0", key=key)
     return arr
 
 

@@ -1,0 +1,56 @@
+"""Run checkpoints: everything ``fairsched run --resume`` needs to continue exactly.
+
+A checkpoint is one JSON document, written atomically: the run's arguments, the SHA-256
+of the instance file (resuming against an edited instance is refused) and the
+:class:`~fairsched.simulate.Simulation` state (policy state, random generators, schedule so
+far). Corrupted, truncated, foreign-format and foreign-version files are refused with a
+:class:`~fairsched.scheduler.CheckpointError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from fairsched.atomic import atomic_write
+from fairsched.scheduler import CheckpointError, check_state_header, read_state
+from fairsched.simulate import Simulation
+
+CHECKPOINT_FORMAT = "fairsched-run-checkpoint"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes."""
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def save_checkpoint(path: str | os.PathLike[str], arguments: dict[str, Any], simulation: Simulation) -> None:
+    """Write the run's ``arguments`` and ``simulation`` state to ``path`` atomically."""
+    from fairsched.scheduler import STATE_VERSION
+
+    document = {"format": CHECKPOINT_FORMAT, "version": STATE_VERSION, "arguments": arguments,
+                "simulation": simulation.state_dict()}
+    with atomic_write(path) as handle:
+        json.dump(document, handle)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a checkpoint; returns the document (``arguments`` and ``simulation``)."""
+    document = read_state(path)
+    check_state_header(document, CHECKPOINT_FORMAT)
+    if not isinstance(document.get("arguments"), dict) or not isinstance(document.get("simulation"), dict):
+        raise CheckpointError(f"{path}: the checkpoint is missing its arguments or state")
+    return document
+
+
+def restore(simulation: Simulation, document: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Load the checkpoint's state into a freshly built ``simulation``."""
+    try:
+        simulation.load_state_dict(document["simulation"])
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise CheckpointError(f"{path}: the checkpoint's state is malformed ({exc})") from None
