@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
