@@ -1,0 +1,10 @@
+"""Adapters that put a :class:`fairsched.scheduler.Scheduler` inside federated-learning frameworks.
+
+Each adapter lives in its own module and imports its framework only there, so
+``import fairsched`` (and ``import fairsched.integrations``) never needs one:
+
+- :mod:`fairsched.integrations.flower`: a Flower Message-API strategy
+  (``pip install 'fairsched[flower]'``).
+"""
+
+__all__: list[str] = []
