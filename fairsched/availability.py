@@ -14,17 +14,21 @@ With independent availability probabilities ``a_u`` the exact condition is, for 
 group, ``Σ_{u∈G} r_u <= E[min(k, |A ∩ G|)]``; :func:`check_probabilities` checks it for
 every worker alone, for everybody, and for the nested groups of the least-available
 workers by ``r_u/a_u`` (a necessary test, exact for ``n <= 12`` where it checks all groups).
+
+:func:`availability_optimum` is the LP of ``U_opt`` extended to availability: the best
+time-average utility of a stationary policy that sees each round's available set.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
-from fairsched.errors import InstanceError
+from fairsched.errors import InfeasibleError, InstanceError, TooLargeError
 
 EXHAUSTIVE_LIMIT = 12
 
@@ -166,3 +170,70 @@ def check_availability(r: Sequence[float], k: int, availability: Availability,
     if availability.trace is not None:
         return check_trace(r, k, availability.trace, ids)
     return check_probabilities(r, k, availability.probabilities, ids)
+
+
+@dataclass(frozen=True)
+class AvailabilityOptimum:
+    """``U_opt`` when only the available workers can be selected, and the fairness prices."""
+
+    value: float
+    fairness_price: np.ndarray
+    patterns: int
+    columns: int
+
+
+def availability_patterns(availability: Availability, max_patterns: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct availability patterns (boolean rows) and their probabilities.
+
+    A trace gives its distinct rows with their frequencies; probabilities give all ``2^n``
+    patterns (refused above ``max_patterns``).
+    """
+    if availability.trace is not None:
+        patterns, counts = np.unique(availability.trace, axis=0, return_counts=True)
+        return patterns, counts / counts.sum()
+    a = availability.probabilities
+    if 2 ** a.size > max_patterns:
+        raise TooLargeError(f"{a.size} workers have 2^{a.size} availability patterns, above {max_patterns:,}; "
+                            "give a trace instead")
+    patterns = ((np.arange(2 ** a.size)[:, None] >> np.arange(a.size)[None, :]) & 1).astype(bool)
+    weights = np.where(patterns, a[None, :], 1 - a[None, :]).prod(axis=1)
+    keep = weights > 0
+    return patterns[keep], weights[keep]
+
+
+def availability_optimum(problem, availability: Availability, max_columns: int = 500_000) -> AvailabilityOptimum:
+    """The LP of REFERENCE.md §2 extended to availability (stationary policies that see ``A_t``).
+
+        max Σ_A q(A) Σ_{S ⊆ A} p(S|A) f(S)  s.t.  Σ_A q(A) Σ_{S ∋ u} p(S|A) >= r_u,  Σ_S p(S|A) = 1
+
+    over the availability patterns ``A`` with probabilities ``q(A)`` (a trace's empirical
+    distribution, or independent probabilities when ``2^n`` patterns can be listed). For a
+    monotone ``f`` the columns of ``A`` are its ``k``-subsets, or ``A`` itself when
+    ``|A| < k``. Applies where the patterns and their columns fit in ``max_columns``.
+    """
+    from solvers import k_subset_masks, solve_grouped_distribution_lp
+    from solvers.errors import InfeasibleLPError
+
+    patterns, weights = availability_patterns(availability)
+    sizes = patterns.sum(axis=1)
+    counts = np.array([math.comb(int(s), problem.k) if s >= problem.k else 1 for s in sizes])
+    if counts.sum() > max_columns:
+        raise TooLargeError(f"availability LP needs {int(counts.sum()):,} columns, above {max_columns:,}")
+    blocks, groups = [], []
+    for g, (pattern, size) in enumerate(zip(patterns, sizes)):
+        where = np.flatnonzero(pattern)
+        if size >= problem.k:
+            local = k_subset_masks(int(size), problem.k)
+        else:
+            local = np.ones((1, int(size)), dtype=bool)
+        block = np.zeros((local.shape[0], problem.n), dtype=bool)
+        block[:, where] = local
+        blocks.append(block)
+        groups.append(np.full(local.shape[0], g))
+    members = np.concatenate(blocks)
+    values = problem.utility.values(members)
+    try:
+        result = solve_grouped_distribution_lp(values, members, np.concatenate(groups), weights, problem.r)
+    except InfeasibleLPError as exc:
+        raise InfeasibleError(f"infeasible under availability: {exc}") from None
+    return AvailabilityOptimum(result.value, result.fairness_duals, int(patterns.shape[0]), int(members.shape[0]))

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fairsched.availability import Availability, check_availability
+from fairsched.availability import Availability, availability_optimum, check_availability
 from fairsched.checkpoint import file_sha256, load_checkpoint, restore, save_checkpoint
 from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
 from fairsched.instances import load_instance
@@ -109,7 +109,7 @@ def run_command(args: argparse.Namespace, emit: Callable[[argparse.Namespace, di
     _play(simulation, arguments, quiet=args.quiet)
     seconds = time.perf_counter() - start
     schedule = simulation.schedule()
-    u_opt = _optimum_or_none(problem, arguments["max_columns"])
+    u_opt = _optimum_or_none(problem, arguments["max_columns"], availability)
     report = evaluate(schedule, problem, u_opt)
     if args.out:
         schedule.write(args.out, problem.ids)
@@ -163,8 +163,11 @@ def _play(simulation: Simulation, arguments: dict[str, Any], quiet: bool) -> Non
                 save_checkpoint(arguments["checkpoint"], arguments, simulation)
 
 
-def _optimum_or_none(problem: Problem, max_columns: int) -> float | None:
+def _optimum_or_none(problem: Problem, max_columns: int, availability: Availability | None) -> float | None:
+    """``U_opt`` (under availability when there is one), or ``None`` when it is too large to compute."""
     try:
+        if availability is not None:
+            return availability_optimum(problem, availability, max_columns=max_columns).value
         return optimum(problem, max_columns=max_columns).value
     except TooLargeError:
         return None

@@ -9,11 +9,13 @@ fairness floors r::
 from .columns import count_k_subsets, k_subset_masks
 from .cvxpy_model import DistributionModel, build_cvxpy_model, solve_with_cvxpy
 from .errors import InfeasibleLPError, SolverError, TooManyColumnsError
+from .grouped import GroupedLPResult, solve_grouped_distribution_lp
 from .lp import DistributionLPResult, solve_distribution_lp
 
 __all__ = [
     "DistributionLPResult",
     "DistributionModel",
+    "GroupedLPResult",
     "InfeasibleLPError",
     "SolverError",
     "TooManyColumnsError",
@@ -21,5 +23,6 @@ __all__ = [
     "count_k_subsets",
     "k_subset_masks",
     "solve_distribution_lp",
+    "solve_grouped_distribution_lp",
     "solve_with_cvxpy",
 ]
