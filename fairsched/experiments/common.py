@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,8 +56,20 @@ def measure(problem: Problem, policy_name: str, rounds: int, seed: int, u_opt: f
     return row, schedule
 
 
-def write_csv(rows: Sequence[Row], path: Path) -> None:
-    """Tidy CSV, one row per run."""
+def log(message: str) -> None:
+    """Progress line on stderr (the experiments keep stdout for results)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def output_folder(path: str) -> Path:
+    """The output folder, created if needed."""
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_csv(rows: Sequence[Any], path: Path) -> None:
+    """Tidy CSV, one dataclass row per line."""
     with atomic_write(path) as handle:
         writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
         writer.writeheader()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fairsched.atomic import atomic_write
-from fairsched.experiments.common import Row, measure, write_csv
+from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
 from fairsched.experiments.seed003 import COSTLY, PAPER
 from fairsched.generators import PAPER_BETAS
 from fairsched.instances import load_instance
@@ -112,11 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+    out = output_folder(args.out)
 
     rows = compare(args.rounds, args.seed, log=log)
     write_csv(rows, out / "compare.csv")

@@ -21,17 +21,16 @@ on stratum ``j``'s distribution, is measured. Writes ``results.md`` and ``result
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 import fairsched
 from fairsched.atomic import atomic_write
+from fairsched.experiments.common import log, output_folder, write_csv
 from fairsched.fl.model import ClientData, Objective, sigmoid
 from fairsched.fl.training import TrainConfig, train
 from fairsched.propensity import fit_enrollment
@@ -215,13 +214,6 @@ def summary_table(rows: Sequence[Row], shares: Sequence[float] = FairPopulationC
     return "\n".join(lines)
 
 
-def write_csv(rows: Sequence[Row], path: Path) -> None:
-    with atomic_write(path) as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(asdict(row))
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -230,11 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 (standard errors)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+    out = output_folder(args.out)
 
     config = FairPopulationConfig()
     rows = run_all(args.seeds, config, log=log)

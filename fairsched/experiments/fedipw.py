@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fairsched.experiments.common import log, output_folder
 from fairsched.atomic import atomic_write
 from fairsched.fl.experiment import RULES, ExperimentConfig, ExperimentResult, run_experiment
 from fairsched.fl.population import BIAS_LEVELS
@@ -150,11 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 (standard errors)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+    out = output_folder(args.out)
 
     config = ExperimentConfig()
     if args.rounds is not None:

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from fairsched.atomic import atomic_write
-from fairsched.experiments.common import Row, measure, write_csv
+from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
 from fairsched.generators import PAPER_BETAS
 from fairsched.instances import load_instance
 from fairsched.lp_optimum import optimum
@@ -122,11 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+    out = output_folder(args.out)
 
     rows, fig2, fig2_problem = paper_sweep(args.rounds, args.seed, log=log)
     costly = costly_runs(args.costly_rounds, args.seed, log=log)
