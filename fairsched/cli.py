@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+import time
 from typing import Any, NoReturn, Sequence
 
 from fairsched.cli_run import add_run_parser, run_command
 from fairsched.cli_simulate import add_simulate_parser, run_simulate
 from fairsched.errors import FairschedError, InfeasibleError
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, optimum
+from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -44,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--backend", choices=("highs", "cvxpy"), default="highs")
     opt.add_argument("--max-columns", type=int, default=DEFAULT_MAX_COLUMNS,
                      help=f"refuse to enumerate more k-sets than this (default {DEFAULT_MAX_COLUMNS:,})")
+    opt.add_argument("--method", choices=OPTIMUM_METHODS, default="auto",
+                     help=f"auto: enumerate up to {ENUMERATION_THRESHOLD:,} k-sets, column generation above")
+    opt.add_argument("--gap", type=float, default=1e-9,
+                     help="relative gap (upper - value) / value at which column generation stops (default 1e-9)")
+    opt.add_argument("--time-limit", type=float, default=None,
+                     help="seconds; column generation then reports its best value and certified bound")
+    opt.add_argument("--quiet", action="store_true", help="no column-generation progress on stderr")
 
     add_run_parser(sub, common)
     add_simulate_parser(sub)
@@ -109,11 +118,25 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _optimum(args: argparse.Namespace) -> int:
+    if not (math.isfinite(args.gap) and args.gap >= 0):
+        raise FairschedError(f"--gap must be a number >= 0, got {args.gap}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise FairschedError(f"--time-limit must be positive seconds, got {args.time_limit}")
     problem = load_instance(args.instance, beta=args.beta)
-    opt = optimum(problem, backend=args.backend, max_columns=args.max_columns)
+    show = not args.quiet and sys.stderr.isatty()
+    progress = _ColumnGenerationProgress() if show else None
+    try:
+        opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
+                      time_limit=args.time_limit, progress=progress, backend=args.backend)
+    finally:
+        if progress is not None:
+            progress.close()
     data = {"instance": args.instance, **opt.as_dict(problem)}
+    iterations = "" if opt.iterations is None else (
+        f", {opt.iterations:,} iterations, relative gap {opt.relative_gap:.2g}"
+        + ("" if opt.status == "optimal" else f", stopped: {opt.status}"))
     lines = [f"U_opt = {opt.value:.10g}  (upper bound {opt.upper_bound:.10g}, gap {opt.gap:.3g}, "
-             f"{opt.method}, {opt.columns:,} columns, {opt.seconds:.3f} s)",
+             f"{opt.method}, {opt.columns:,} columns{iterations}, {opt.seconds:.3f} s)",
              f"support ({len(opt.support)} sets):"]
     lines += [f"  p = {p:.6f}  {{{', '.join(problem.ids[i] for i in S)}}}"
               for S, p in zip(opt.support, opt.probabilities)]
@@ -121,6 +144,29 @@ def _optimum(args: argparse.Namespace) -> int:
     lines.append("fairness price λ_u: " + (", ".join(f"{w} {v:.4g}" for w, v in priced) or "none (no floor binds)"))
     _emit(args, data, "\n".join(lines))
     return EXIT_OK
+
+
+class _ColumnGenerationProgress:
+    """``progress`` callback of :func:`optimum`: one refreshed stderr line, at most 10 per second."""
+
+    def __init__(self) -> None:
+        self.last = -math.inf
+        self.shown = False
+
+    def __call__(self, iteration: int, lower: float, upper: float, gap: float) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        self.shown = True
+        sys.stderr.write(f"\rcolumn generation: iteration {iteration:,}  lower {lower:.10g}  "
+                         f"upper {upper:.10g}  gap {gap:.2g}   ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ sizes = [100, 200, 300, 400]
 
 RUN_KEYS = {"instance", "policy", "rounds", "seed", "time_average_utility", "optimum", "ratio",
             "selection_fraction", "fairness_slack", "max_debt", "seconds"}
-OPTIMUM_KEYS = {"instance", "n", "k", "value", "upper_bound", "gap", "method", "support",
-                "fairness_price", "seconds"}
+OPTIMUM_KEYS = {"instance", "n", "k", "value", "upper_bound", "gap", "relative_gap", "iterations", "method",
+                "support", "fairness_price", "seconds"}
 
 
 def write(tmp_path, text, name="inst.toml"):

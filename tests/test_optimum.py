@@ -80,7 +80,7 @@ def test_without_floors_the_optimum_is_the_best_k_set():
 def test_column_limit_refuses_with_a_clear_message():
     problem = Problem(AccuracyUtility(np.arange(1.0, 17.0)), 8, np.full(16, 0.1))
     with pytest.raises(TooLargeError, match="12,870"):
-        optimum(problem, max_columns=1000)
+        optimum(problem, method="enumeration", max_columns=1000)
 
 
 def test_optimum_decreases_as_floors_rise():

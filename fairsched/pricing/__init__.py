@@ -1,0 +1,99 @@
+"""Pricing oracles for column generation: ``max_{|S|=k} f(S) + λ(S)`` (REFERENCE.md §2).
+
+:func:`pricing_for` picks one for a utility:
+
+=====================  ==========================================  =======
+utility                oracle                                      exact
+=====================  ==========================================  =======
+``C(n, k)`` small      :class:`EnumerationPricing` (any utility)   yes
+accuracy               :class:`AccuracyPricing` (Lagrangian, B&B,  yes
+                       DP over integer sizes)
+coverage               :class:`CoveragePricing` (HiGHS MILP)       yes
+facility location      :class:`FacilityLocationPricing` (MILP)     yes
+modular                :class:`ModularPricing` (top-k)             yes
+anything else          :class:`GreedyPricing` (certified bound)    no
+=====================  ==========================================  =======
+"""
+
+from __future__ import annotations
+
+from solvers import count_k_subsets
+
+from fairsched.pricing.accuracy import AccuracyPricing
+from fairsched.pricing.base import PricingOracle
+from fairsched.pricing.coverage import CoveragePricing
+from fairsched.pricing.enumeration import EnumerationPricing
+from fairsched.pricing.facility_location import FacilityLocationPricing
+from fairsched.pricing.greedy import GreedyPricing
+from fairsched.pricing.initial import initial_pool, systematic_sets
+from fairsched.pricing.modular import ModularPricing
+from fairsched.utilities import AccuracyUtility, Coverage, FacilityLocation, Modular
+from fairsched.utilities.base import SetFunction
+
+#: without an exact structured oracle, ``auto`` prices by enumeration up to this many k-sets
+#: (values computed once, then one matrix-vector product per call): exact for every utility
+ENUMERATION_PRICING_LIMIT = 200_000
+
+METHODS = ("auto", "enumeration", "accuracy", "coverage", "facility-location", "modular", "greedy")
+
+_STRUCTURED: dict[type, type] = {
+    AccuracyUtility: AccuracyPricing,
+    Coverage: CoveragePricing,
+    FacilityLocation: FacilityLocationPricing,
+    Modular: ModularPricing,
+}
+
+
+def has_exact_pricing(utility: SetFunction, k: int,
+                      enumeration_limit: int = ENUMERATION_PRICING_LIMIT) -> bool:
+    """Whether ``pricing_for(utility, k)`` returns an exact oracle (structured or enumeration)."""
+    return type(utility) in _STRUCTURED or count_k_subsets(utility.n, k) <= enumeration_limit
+
+
+def pricing_for(utility: SetFunction, k: int, method: str = "auto", *,
+                max_columns: int = 10,
+                enumeration_limit: int = ENUMERATION_PRICING_LIMIT) -> PricingOracle:
+    """The pricing oracle for ``max_{|S|=k} utility(S) + λ(S)``.
+
+    ``method="auto"`` uses the exact oracle of the utility's class (exact type match: a
+    subclass may change ``f``) if there is one, else enumeration when
+    ``C(n, k) <= enumeration_limit`` (exact for every utility), else greedy.  A named method forces that oracle (``ValueError`` if it does not fit
+    the utility).  ``max_columns`` caps the columns returned per call.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown pricing method {method!r}; expected one of {', '.join(METHODS)}")
+    structured = _STRUCTURED.get(type(utility))
+    if method == "auto":
+        if structured is not None:
+            return structured(utility, k, max_columns=max_columns)
+        if count_k_subsets(utility.n, k) <= enumeration_limit:
+            return EnumerationPricing(utility, k, max_columns=max_columns)
+        return GreedyPricing(utility, k, max_columns=max_columns,
+                             swap_deltas=getattr(structured, "swap_deltas", None))
+    if method == "enumeration":
+        return EnumerationPricing(utility, k, max_columns=max_columns)
+    if method == "greedy":
+        return GreedyPricing(utility, k, max_columns=max_columns,
+                             swap_deltas=getattr(structured, "swap_deltas", None))
+    wanted = {"accuracy": AccuracyPricing, "coverage": CoveragePricing,
+              "facility-location": FacilityLocationPricing, "modular": ModularPricing}[method]
+    if structured is not wanted:
+        raise ValueError(f"pricing method {method!r} does not fit a {utility.kind!r} utility")
+    return wanted(utility, k, max_columns=max_columns)
+
+
+__all__ = [
+    "ENUMERATION_PRICING_LIMIT",
+    "METHODS",
+    "AccuracyPricing",
+    "CoveragePricing",
+    "EnumerationPricing",
+    "FacilityLocationPricing",
+    "GreedyPricing",
+    "ModularPricing",
+    "PricingOracle",
+    "has_exact_pricing",
+    "initial_pool",
+    "pricing_for",
+    "systematic_sets",
+]

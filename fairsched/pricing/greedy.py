@@ -1,0 +1,158 @@
+"""Heuristic pricing for any monotone submodular utility: greedy on ``f(S) + λ(S)``.
+
+With ``λ >= 0``, ``F = f + λ(·)`` is monotone submodular with ``F(∅) = 0``, so the greedy
+set ``G`` has ``F(G) >= (1 − 1/e)·max_{|S|<=k} F(S)`` (Nemhauser, Wolsey & Fisher 1978) and,
+``F`` being monotone, the maximum over ``|S| <= k`` is the maximum over ``|S| = k``.  Two
+certified upper bounds on that maximum, of which the smaller is reported:
+
+- ``F(G) / (1 − 1/e)``;
+- for every set ``S_i`` of the greedy chain, ``F(S_i) + (sum of the k largest gains
+  F(S_i ∪ {u}) − F(S_i))`` (submodularity: ``F(S*) <= F(S_i ∪ S*) <= F(S_i) + Σ_{u∈S*}
+  gain_u``; Minoux 1978, Leskovec et al. 2007), usually far tighter.
+
+Both are valid only if ``f`` really is monotone submodular: for a ``python`` utility that
+is the user's promise (check it with ``fairsched.utilities.check_submodular``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from fairsched.pricing.base import PricingOracle, is_tight, ranked
+from fairsched.utilities.base import SetFunction
+from solvers.colgen import PricingResult
+
+#: single-swap neighbourhoods of the greedy set are evaluated up to this many sets
+SWAP_LIMIT = 5_000
+#: sets remembered as local-search starts for later calls
+ARCHIVE = 500
+
+
+SwapDeltas = Callable[[SetFunction, np.ndarray], np.ndarray]
+
+
+class GreedyPricing(PricingOracle):
+    """Greedy ``max_{|S|=k} f(S) + λ(S)``, then 1-swap local search, with a certified bound.
+
+    ``swap_deltas(utility, mask)`` returns the ``(|S|, n − |S|)`` matrix of
+    ``f(S − u + v) − f(S)`` (members ``u`` and outsiders ``v`` in increasing index order);
+    without it the swaps are evaluated with ``utility.values`` when there are at most
+    :data:`SWAP_LIMIT` of them.  Local search also restarts from the ``restarts`` sets it
+    returned before that score best under the new λ (an archive of :data:`ARCHIVE`); the
+    local optima and their best swaps are the returned columns.
+    """
+
+    name = "greedy"
+    exact = False
+
+    def __init__(self, utility: SetFunction, k: int, *, max_columns: int = 10,
+                 swap_deltas: SwapDeltas | None = None, max_swaps: int | None = None,
+                 restarts: int = 3):
+        super().__init__(utility.n, k, max_columns)
+        self.utility = utility
+        self.swap_deltas = swap_deltas
+        self.max_swaps = 2 * k if max_swaps is None else max_swaps
+        self.restarts = restarts
+        self._archive: list[np.ndarray] = []
+        self._archive_values: list[float] = []
+        self._archive_keys: set[bytes] = set()
+
+    def _deltas(self, mask: np.ndarray) -> np.ndarray | None:
+        if self.swap_deltas is not None:
+            return self.swap_deltas(self.utility, mask)
+        inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
+        if not 0 < inside.size * outside.size <= SWAP_LIMIT:
+            return None
+        swaps = np.repeat(mask[None, :], inside.size * outside.size, axis=0)
+        rows = np.arange(swaps.shape[0])
+        swaps[rows, np.repeat(inside, outside.size)] = False
+        swaps[rows, np.tile(outside, inside.size)] = True
+        base = float(self.utility.values(mask[None, :])[0])
+        return (self.utility.values(swaps) - base).reshape(inside.size, outside.size)
+
+    def _climb(self, chosen: np.ndarray, lam: np.ndarray, scale: float) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Best-improvement 1-swaps on ``f + λ``; returns the local optimum and its best swaps."""
+        chosen = chosen.copy()
+        deltas = None
+        for _ in range(self.max_swaps):
+            deltas = self._deltas(chosen)
+            if deltas is None or deltas.size == 0:
+                return chosen, []
+            inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)
+            deltas = deltas - lam[inside][:, None] + lam[outside][None, :]
+            i, j = np.unravel_index(int(np.argmax(deltas)), deltas.shape)
+            if not deltas[i, j] > 1e-12 * scale:
+                break
+            chosen[inside[i]], chosen[outside[j]] = False, True
+            deltas = None
+        if deltas is None:
+            return chosen, []
+        inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)
+        count = min(self.max_columns, deltas.size)
+        swaps = []
+        for flat in np.argpartition(-deltas.ravel(), count - 1)[:count]:
+            i, j = divmod(int(flat), outside.size)
+            swap = chosen.copy()
+            swap[inside[i]], swap[outside[j]] = False, True
+            swaps.append(swap)
+        return chosen, swaps
+
+    def price(self, lam: np.ndarray) -> PricingResult:
+        chosen, _, bound = greedy_chain(self.utility, self.k, lam)
+        scale = max(1.0, bound)
+        starts = [chosen]
+        if self._archive:
+            # Multi-start: the sets returned before that score best under the new prices
+            # (column generation's duals move little between calls, so they are good starts).
+            masks = np.unpackbits(np.array(self._archive), axis=1, count=self.n).astype(bool)
+            score = np.array(self._archive_values) + masks @ lam
+            starts.extend(masks[np.argsort(-score)[: self.restarts]])
+        columns = [chosen]
+        for start in starts:
+            local, swaps = self._climb(start, lam, scale)
+            columns.append(local)
+            columns.extend(swaps)
+        columns = np.array(columns)
+        values = self.utility.values(columns)
+        result = ranked(columns, values, lam, self.max_columns, upper_bound=bound, exact=False)
+        self._remember(result.columns[: self.restarts + 1], result.values[: self.restarts + 1])
+        best = float(result.values[0] + result.columns[0] @ lam)
+        return PricingResult(result.columns, result.values, result.upper_bound,
+                             exact=is_tight(best, result.upper_bound))
+
+    def _remember(self, columns: np.ndarray, values: np.ndarray) -> None:
+        for row, value in zip(np.packbits(columns, axis=1), values):
+            key = row.tobytes()
+            if key not in self._archive_keys:
+                self._archive_keys.add(key)
+                self._archive.append(row)
+                self._archive_values.append(float(value))
+        if len(self._archive) > ARCHIVE:
+            drop = len(self._archive) - ARCHIVE
+            for row in self._archive[:drop]:
+                self._archive_keys.discard(row.tobytes())
+            del self._archive[:drop], self._archive_values[:drop]
+
+
+def greedy_chain(utility: SetFunction, k: int, lam: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Greedy on ``F = f + λ(·)``: (set mask, ``F`` of it, certified upper bound on ``max F``)."""
+    n = utility.n
+    chosen = np.zeros(n, dtype=bool)
+    value = 0.0  # F(∅) = f(∅) = 0
+    bound = math.inf
+    for step in range(k + 1):
+        gains = utility.gains(np.flatnonzero(chosen)) + lam
+        gains[chosen] = -np.inf
+        top = np.sort(np.clip(gains[~chosen], 0.0, None))[::-1][:k]
+        bound = min(bound, value + float(top.sum()))
+        if step == k:
+            break
+        u = int(np.argmax(gains))
+        chosen[u] = True
+        value += float(gains[u])
+    value = float(utility.values(chosen[None, :])[0] + lam @ chosen)
+    bound = min(bound, value / (1.0 - 1.0 / math.e)) if value > 0 else bound
+    return chosen, value, max(bound, value)

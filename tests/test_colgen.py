@@ -1,0 +1,495 @@
+"""Column generation (solvers.colgen), the pricing oracles (fairsched.pricing) and
+optimum(method="column-generation") against enumeration and brute force."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+import solvers.lp
+from fairsched.cli import main
+from fairsched.errors import InfeasibleError, TooLargeError
+from fairsched.generators import PAPER_BETAS
+from fairsched.instances import load_instance
+from fairsched.lp_optimum import ENUMERATION_THRESHOLD, optimum
+from fairsched.pricing import (AccuracyPricing, CoveragePricing, EnumerationPricing,
+                               FacilityLocationPricing, GreedyPricing, ModularPricing,
+                               initial_pool, pricing_for, systematic_sets)
+from fairsched.pricing import coverage as coverage_pricing
+from fairsched.pricing import facility_location as facility_pricing
+from fairsched.problem import Problem
+from fairsched.utilities import (AccuracyUtility, CallableUtility, ConcaveModular, Coverage,
+                                 FacilityLocation, Mixture, Modular)
+from solvers import (InfeasibleLPError, PricingResult, column_generation, k_subset_masks,
+                     solve_distribution_lp)
+
+from conftest import INSTANCES, bundled_instances
+
+KINDS = ("accuracy", "coverage", "facility-location", "concave-modular", "modular", "mixture", "python")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def random_utility(kind: str, n: int, rng: np.random.Generator):
+    if kind == "accuracy":
+        sizes = rng.integers(50, 1001, n).astype(float) if rng.random() < 0.5 else rng.uniform(50, 1000, n)
+        return AccuracyUtility(sizes, a=0.05, b=0.5, c=-rng.uniform(0.1, 0.6))
+    if kind == "coverage":
+        elements = int(rng.integers(4, 25))
+        covers = [sorted(rng.choice(elements, size=int(rng.integers(1, elements // 2 + 2)), replace=False).tolist())
+                  for _ in range(n)]
+        return Coverage(covers, rng.uniform(0.2, 2.0, elements).round(3))
+    if kind == "facility-location":
+        return FacilityLocation((rng.uniform(0, 1, (int(rng.integers(2, 12)), n)) ** 2).round(3))
+    if kind == "concave-modular":
+        return ConcaveModular(rng.exponential(1.0, (3, n)), str(rng.choice(["sqrt", "log1p"])))
+    if kind == "modular":
+        return Modular(rng.uniform(0, 1, n))
+    if kind == "mixture":
+        return Mixture([Coverage([[u % 5, (u * 3) % 7] for u in range(n)], np.ones(7)),
+                        Modular(rng.uniform(0, 1, n))], [1.0, 0.5])
+    weights = rng.uniform(0.5, 2.0, n)
+    return CallableUtility(lambda S: float(np.sqrt(weights[list(S)].sum())), n)
+
+
+def random_floors(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Feasible floors: a random point of {0 <= r <= 1, Σr <= k}, some zero, some near k."""
+    r = rng.dirichlet(np.ones(n)) * k * rng.uniform(0.3, 1.0)
+    for _ in range(50):
+        if (r <= 1).all():
+            break
+        r = np.minimum(r, 1.0)
+    r[rng.random(n) < 0.25] = 0.0
+    return r
+
+
+def random_problem(kind: str, seed: int) -> Problem:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 15))
+    k = int(rng.integers(1, n))
+    return Problem(random_utility(kind, n, rng), k, random_floors(n, k, rng))
+
+
+def check_distribution(opt, problem: Problem) -> None:
+    """The returned distribution is a fair distribution over k-sets attaining ``value``."""
+    assert opt.probabilities.sum() == pytest.approx(1.0, abs=1e-9)
+    marginals = np.zeros(problem.n)
+    achieved = 0.0
+    for S, p in zip(opt.support, opt.probabilities):
+        assert S.size == problem.k
+        marginals[S] += p
+        achieved += p * problem.utility.value(S)
+    assert (marginals >= problem.r - 1e-8).all()
+    assert achieved == pytest.approx(opt.value, abs=1e-9)
+    assert opt.upper_bound >= opt.value
+
+
+def brute_force_max(utility, k: int, lam: np.ndarray) -> float:
+    masks = k_subset_masks(utility.n, k)
+    return float((utility.values(masks) + masks @ lam).max())
+
+
+# ----------------------------------------------------------------------------- against enumeration
+
+
+@pytest.mark.parametrize("path", bundled_instances(), ids=lambda p: p.stem)
+def test_bundled_instances_match_enumeration(path):
+    problem = load_instance(path)
+    cg = optimum(problem, method="column-generation")
+    assert cg.method.startswith("column-generation+exact-pricing(")
+    assert cg.value == pytest.approx(optimum(problem, method="enumeration").value, abs=1e-7)
+    assert cg.relative_gap <= 1e-9
+    check_distribution(cg, problem)
+
+
+@pytest.mark.parametrize("beta", PAPER_BETAS)
+def test_paper_instance_every_beta(beta):
+    problem = load_instance(INSTANCES / "paper.toml", beta=beta)
+    cg = optimum(problem, method="column-generation")
+    assert cg.method == "column-generation+exact-pricing(accuracy-dp)"
+    assert cg.value == pytest.approx(optimum(problem, method="enumeration").value, abs=1e-7)
+    assert cg.upper_bound - cg.value <= 1e-9
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(50))
+def test_random_instances_exact_pricing(kind, seed):
+    problem = random_problem(kind, seed)
+    reference = optimum(problem, method="enumeration").value
+    cg = optimum(problem, method="column-generation")
+    # accuracy/coverage/facility location/modular have exact structured oracles; the other
+    # kinds are priced by enumeration at this size, so every kind is exact here.
+    assert "exact-pricing" in cg.method, cg.method
+    assert cg.value == pytest.approx(reference, abs=1e-7)
+    assert cg.upper_bound >= reference - 1e-9
+    check_distribution(cg, problem)
+
+
+@pytest.mark.parametrize("kind", ["concave-modular", "mixture", "python", "coverage"])
+@pytest.mark.parametrize("seed", range(8))
+def test_greedy_pricing_bounds_are_honest(kind, seed):
+    problem = random_problem(kind, 100 + seed)
+    reference = optimum(problem, method="enumeration").value
+    cg = optimum(problem, method="column-generation", pricing="greedy")
+    assert cg.method == "column-generation+greedy-pricing"
+    assert cg.value <= reference + 1e-9
+    assert cg.upper_bound >= reference - 1e-9
+    check_distribution(cg, problem)
+
+
+def test_auto_chooses_by_size_and_enumeration_still_refuses():
+    problem = Problem(AccuracyUtility(np.arange(50.0, 66.0)), 8, np.full(16, 0.1))  # C(16, 8) = 12,870
+    assert optimum(problem).method == "enumeration+highs"
+    assert optimum(problem, max_columns=1000).method.startswith("column-generation")
+    with pytest.raises(TooLargeError, match="12,870"):
+        optimum(problem, method="enumeration", max_columns=1000)
+    assert optimum(problem, backend="cvxpy").method.startswith("enumeration+cvxpy")
+    big = Problem(AccuracyUtility(np.arange(50.0, 70.0)), 10, np.full(20, 0.2))
+    assert math.comb(20, 10) > ENUMERATION_THRESHOLD
+    assert optimum(big).method.startswith("column-generation")
+    # heuristic pricing only brackets U_opt: auto enumerates while max_columns allows it
+    mid = Problem(ConcaveModular(np.random.default_rng(0).exponential(1.0, (3, 18))), 9, np.full(18, 0.3))
+    assert math.comb(18, 9) > ENUMERATION_THRESHOLD
+    assert optimum(mid, pricing="greedy").method == "enumeration+highs"
+    assert optimum(mid, pricing="greedy", max_columns=1000).method == "column-generation+greedy-pricing"
+
+
+def test_time_limit_returns_certified_bounds():
+    rng = np.random.default_rng(3)
+    n, k = 300, 30
+    problem = Problem(AccuracyUtility(rng.integers(50, 1001, n).astype(float)), k, random_floors(n, k, rng))
+    opt = optimum(problem, time_limit=1e-3)
+    assert opt.status == "time-limit"
+    assert opt.upper_bound >= opt.value
+    check_distribution(opt, problem)
+
+
+def test_gap_and_relative_gap():
+    problem = load_instance(INSTANCES / "coverage.toml")
+    opt = optimum(problem, method="column-generation", gap=0.05, pricing="greedy")
+    assert opt.gap == pytest.approx(opt.upper_bound - opt.value)
+    assert opt.relative_gap == pytest.approx(opt.gap / abs(opt.value))
+
+
+# ----------------------------------------------------------------------------- pricing oracles
+
+
+@pytest.mark.parametrize("enumerate_limit", [0, 5_000], ids=["search", "default"])
+@pytest.mark.parametrize("seed", range(40))
+def test_accuracy_pricing_is_exact(seed, enumerate_limit):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 15))
+    k = int(rng.integers(1, n + 1))
+    sizes = rng.integers(50, 1000, n).astype(float) if seed % 2 else rng.uniform(50, 1000, n)
+    c = -rng.uniform(0.1, 1.0)
+    utility = AccuracyUtility(sizes, c=c)
+    # Prices near the tangent slope make many sets nearly tie: the hard case for the bound.
+    eta = -0.5 * c * np.sort(sizes)[::-1][:k].sum() ** (c - 1)
+    lam = np.maximum(0.0, eta * (sizes.max() - sizes) + rng.normal(0, 1, n) * eta * rng.choice([1e-3, 1, 10]))
+    # enumerate_limit=0 forces the dynamic programme (integer sizes) or branch and bound
+    oracle = AccuracyPricing(utility, k, enumerate_limit=enumerate_limit)
+    assert oracle.name == ("accuracy-dp" if seed % 2 else "accuracy-bb")
+    result = oracle(lam)
+    truth = brute_force_max(utility, k, lam)
+    found = float(result.values[0] + result.columns[0] @ lam)
+    assert result.exact
+    assert found == pytest.approx(truth, rel=1e-12, abs=1e-12)
+    assert result.upper_bound >= truth - 1e-14
+    assert result.upper_bound - found <= 1e-12 * max(1.0, abs(found))
+    assert np.allclose(result.values, utility.values(result.columns))
+    assert (result.columns.sum(axis=1) == k).all()
+
+
+def test_accuracy_pricing_paths_are_exercised():
+    """Near-tie prices like those above reach the DP and the branch and bound."""
+    used = {"dp": 0, "branched": 0}
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(4, 16))
+        k = int(rng.integers(2, n))
+        sizes = rng.integers(50, 1000, n).astype(float) if seed % 2 else rng.uniform(50, 1000, n)
+        c = -rng.uniform(0.1, 1.0)
+        utility = AccuracyUtility(sizes, c=c)
+        eta = -0.5 * c * (np.sort(sizes)[::-1][:k].sum() * rng.uniform(0.6, 1.0)) ** (c - 1)
+        lam = np.maximum(0.0, eta * (sizes.max() - sizes)
+                         + rng.normal(0, 1, n) * eta * rng.choice([1e-3, 1e-1, 1, 10]))
+        oracle = AccuracyPricing(utility, k, enumerate_limit=0)
+        result = oracle(lam)
+        assert result.exact
+        assert float(result.values[0] + result.columns[0] @ lam) == pytest.approx(
+            brute_force_max(utility, k, lam), rel=1e-12, abs=1e-12)
+        used["dp"] += oracle.stats["dp"]
+        used["branched"] += oracle.stats["nodes"] > 1
+    assert used["dp"] > 0 and used["branched"] > 0
+
+
+def test_accuracy_relaxation_duals_reach_jensens_bound():
+    rng = np.random.default_rng(0)
+    n, k = 40, 10
+    utility = AccuracyUtility(rng.integers(50, 1001, n).astype(float))
+    r = random_floors(n, k, rng)
+    oracle = AccuracyPricing(utility, k)
+    lam = oracle.relaxation_duals(r)
+    x = r.copy()
+    spare = k - x.sum()
+    for u in np.argsort(-utility.sizes, kind="stable"):
+        add = min(1 - x[u], spare)
+        x[u] += add
+        spare -= add
+    jensen = float(utility._curve(utility.sizes @ x))
+    assert oracle(lam).upper_bound - lam @ r <= jensen + 1e-12
+
+
+@pytest.mark.parametrize("kind,cls", [("coverage", CoveragePricing),
+                                      ("facility-location", FacilityLocationPricing),
+                                      ("modular", ModularPricing), ("concave-modular", EnumerationPricing),
+                                      ("mixture", GreedyPricing), ("python", GreedyPricing)])
+@pytest.mark.parametrize("seed", range(12))
+def test_pricing_oracles_against_brute_force(kind, cls, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 12))
+    k = int(rng.integers(1, n + 1))
+    utility = random_utility(kind, n, rng)
+    lam = rng.exponential(1.0, n) * rng.choice([0.0, 0.05, 0.5, 2.0]) * (rng.random(n) < 0.7)
+    result = cls(utility, k)(lam)
+    truth = brute_force_max(utility, k, lam)
+    found = float(result.values[0] + result.columns[0] @ lam)
+    assert found <= truth + 1e-12
+    assert result.upper_bound >= truth - 1e-9
+    if cls is not GreedyPricing:
+        assert result.exact and found == pytest.approx(truth, rel=1e-9, abs=1e-9)
+    assert np.allclose(result.values, utility.values(result.columns))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_swap_deltas_match_evaluation(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 10))
+    k = int(rng.integers(1, n))
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, k, replace=False)] = True
+    for kind, module in (("coverage", coverage_pricing), ("facility-location", facility_pricing)):
+        utility = random_utility(kind, n, rng)
+        deltas = module.swap_deltas(utility, mask)
+        base = utility.value(np.flatnonzero(mask))
+        for a, i in enumerate(np.flatnonzero(mask)):
+            for b, j in enumerate(np.flatnonzero(~mask)):
+                swapped = mask.copy()
+                swapped[i], swapped[j] = False, True
+                assert deltas[a, b] == pytest.approx(utility.value(np.flatnonzero(swapped)) - base, abs=1e-9)
+
+
+def test_dispatcher():
+    rng = np.random.default_rng(0)
+    assert isinstance(pricing_for(random_utility("accuracy", 12, rng), 4), AccuracyPricing)
+    assert isinstance(pricing_for(random_utility("coverage", 12, rng), 4), CoveragePricing)
+    assert isinstance(pricing_for(random_utility("concave-modular", 12, rng), 4), EnumerationPricing)
+    big = random_utility("concave-modular", 40, rng)
+    assert isinstance(pricing_for(big, 20), GreedyPricing)
+    assert isinstance(pricing_for(big, 20, "greedy"), GreedyPricing)
+    with pytest.raises(ValueError, match="does not fit"):
+        pricing_for(big, 20, "accuracy")
+    with pytest.raises(ValueError, match="unknown pricing method"):
+        pricing_for(big, 20, "magic")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_initial_pool_meets_the_floors(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 30))
+    k = int(rng.integers(1, n))
+    utility = random_utility("accuracy", n, rng)
+    r = random_floors(n, k, rng)
+    pool = initial_pool(utility, k, r)
+    assert (pool.sum(axis=1) == k).all()
+    assert np.unique(pool, axis=0).shape[0] == pool.shape[0]
+    solve_distribution_lp(utility.values(pool), pool, r)  # feasible: does not raise
+    x = r.copy()
+    for u in rng.permutation(n):  # spare mass k − Σr on random workers: Σx = k, x <= 1
+        x[u] += min(1.0 - x[u], k - x.sum())
+    masks, p = systematic_sets(x, k)
+    assert (masks.sum(axis=1) == k).all()
+    assert np.allclose(p @ masks, x, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- solvers.colgen
+
+
+def enumeration_oracle(values: np.ndarray, members: np.ndarray, top: int = 3):
+    def price(lam: np.ndarray) -> PricingResult:
+        reduced = values + members @ lam
+        order = np.argsort(-reduced, kind="stable")[:top]
+        return PricingResult(members[order], values[order], float(reduced.max()), True)
+    return price
+
+
+def accuracy_lp(seed: int, n: int = 9, k: int = 4):
+    rng = np.random.default_rng(seed)
+    members = k_subset_masks(n, k)
+    values = 0.95 - 0.5 * (members @ rng.uniform(1, 10, n)) ** -0.2
+    return values, members, random_floors(n, k, rng)
+
+
+def test_elastic_phase_recovers_from_a_pool_missing_a_floor_worker():
+    values, members, r = accuracy_lp(1)
+    r[0] = 0.4
+    without = np.flatnonzero(~members[:, 0])[:3]  # the pool never holds worker 0
+    result = column_generation(values[without], members[without], r, enumeration_oracle(values, members))
+    assert result.value == pytest.approx(solve_distribution_lp(values, members, r).value, abs=1e-9)
+    assert result.history[0][1] == -math.inf  # the first master needed artificial slack
+    assert result.status in ("optimal", "converged")
+    assert (result.probabilities @ result.members >= r - 1e-9).all()
+
+
+def test_jointly_infeasible_floors_name_the_worker():
+    members = np.array([[1, 1, 0], [0, 0, 1]], dtype=bool)
+    values = np.ones(2)
+    r = np.array([0.5, 0.5, 0.6])
+    price = enumeration_oracle(values, members)
+    with pytest.raises(InfeasibleLPError, match="worker"):
+        column_generation(values[:1], members[:1], r, price)
+    with pytest.raises(InfeasibleLPError, match="Lagrangian bound"):
+        column_generation(values[:1], members[:1], r, price, value_lower_bound=0.0)
+    with pytest.raises(InfeasibleLPError, match=r"worker 2 .*> 1"):
+        column_generation(values, members, np.array([0.0, 0.0, 1.5]), price)
+
+
+def test_infeasible_instance_is_reported_not_solved():
+    with pytest.raises(InfeasibleError):
+        load_instance(INSTANCES / "paper.toml", beta=0.7)
+
+
+class _CountingHighs:
+    """Wraps the HiGHS object the master creates and counts model-building calls."""
+
+    created: list["_CountingHighs"] = []
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, {"passModel": 0, "addCols": 0, "run": 0}
+        self.columns: list[int] = []
+        _CountingHighs.created.append(self)
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if name in self.calls:
+            def counted(*args, **kwargs):
+                self.calls[name] += 1
+                if name == "run":
+                    self.columns.append(self.inner.getNumCol())
+                return attr(*args, **kwargs)
+            return counted
+        return attr
+
+
+def test_master_is_warm_started_not_rebuilt(monkeypatch):
+    original = solvers.lp._new_highs
+    _CountingHighs.created.clear()
+    monkeypatch.setattr(solvers.lp, "_new_highs", lambda: _CountingHighs(original()))
+    values, members, r = accuracy_lp(2, n=10, k=5)
+    start = np.flatnonzero(members[:, :5].all(axis=1) | members[:, 5:].all(axis=1))
+    result = column_generation(values[start], members[start], r, enumeration_oracle(values, members))
+    assert len(_CountingHighs.created) == 1  # one HiGHS model for the whole run
+    master = _CountingHighs.created[0]
+    assert master.calls["passModel"] == 1
+    assert master.calls["addCols"] >= 3 and master.calls["run"] == result.iterations + 1
+    # the model only grows, except once: the n artificial slacks leave when the floors are met
+    drops = [b - a for a, b in zip(master.columns, master.columns[1:]) if b < a]
+    assert drops in ([], [-r.size])
+    assert result.history[-1][3] > result.history[0][3]  # the pool grew
+    assert result.value == pytest.approx(solve_distribution_lp(values, members, r).value, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
+    values, members, r = accuracy_lp(10 + seed)
+    reference = solve_distribution_lp(values, members, r).value
+    exact = enumeration_oracle(values, members)
+    cheap = enumeration_oracle(values[::3], members[::3])  # a heuristic that sees a third
+    cheap_bounded = lambda lam: PricingResult(*list(cheap(lam).__dict__.values())[:2],  # noqa: E731
+                                              exact(lam).upper_bound, False)
+    start = [int(np.argmax(values))]
+    for options in ({"smoothing": 0.5}, {"heuristic": cheap_bounded},
+                    {"dual_guesses": [np.full(r.size, 0.01)]}):
+        result = column_generation(values[start], members[start], r, exact, **options)
+        assert result.value == pytest.approx(reference, abs=1e-9), options
+        assert result.upper_bound >= reference - 1e-12
+
+
+def test_progress_and_history_are_monotone():
+    values, members, r = accuracy_lp(5, n=11, k=5)
+    seen = []
+    result = column_generation(values[:1], members[:1], r, enumeration_oracle(values, members),
+                               progress=lambda *args: seen.append(args))
+    assert [s[0] for s in seen] == [h[0] for h in result.history]
+    uppers = [h[2] for h in result.history]
+    lowers = [h[1] for h in result.history]
+    assert uppers == sorted(uppers, reverse=True) and lowers == sorted(lowers)
+    assert result.gap <= 1e-9
+
+
+def test_price_of_fairness_is_the_dual():
+    """Raising r_u by ε lowers U_opt by λ_u·ε (finite difference on a non-degenerate optimum)."""
+    problem = load_instance(INSTANCES / "paper.toml", beta=0.42)
+    base = optimum(problem, method="column-generation", gap=0.0)
+    eps = 1e-5
+    priced = np.flatnonzero(base.fairness_price > 1e-6)
+    assert priced.size >= 3
+    for u in priced:
+        raised = problem.r.copy()
+        raised[u] += eps
+        moved = optimum(problem.with_floors(raised), method="column-generation", gap=0.0)
+        slope = (base.value - moved.value) / eps
+        assert slope == pytest.approx(base.fairness_price[u], abs=1e-6)
+    enumerated = optimum(problem, method="enumeration")
+    assert np.allclose(base.fairness_price, enumerated.fairness_price, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+from test_cli import OPTIMUM_KEYS
+
+
+def test_cli_column_generation_json(capsys):
+    path = str(INSTANCES / "coverage.toml")
+    assert main(["optimum", path, "--method", "column-generation", "--json", "--gap", "1e-9"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == OPTIMUM_KEYS
+    assert data["method"] == "column-generation+exact-pricing(coverage-milp)"
+    assert data["value"] == pytest.approx(optimum(load_instance(path)).value, abs=1e-7)
+    assert data["upper_bound"] >= data["value"]
+    assert data["relative_gap"] <= 1e-9 and data["iterations"] >= 1
+
+
+def test_cli_infeasible_exit_3(capsys):
+    code = main(["optimum", str(INSTANCES / "paper.toml"), "--beta", "0.7", "--method",
+                 "column-generation", "--json"])
+    assert code == 3
+    captured = capsys.readouterr()
+    assert captured.out == "" and "infeasible" in captured.err
+
+
+def test_cli_progress_on_a_terminal_only(capsys, monkeypatch):
+    path = str(INSTANCES / "paper.toml")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["optimum", path, "--method", "column-generation"]) == 0
+    captured = capsys.readouterr()
+    assert "column generation: iteration 1" in captured.err and "gap" in captured.err
+    assert "iterations" in captured.out
+    assert main(["optimum", path, "--method", "column-generation", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("args", [["--gap", "-1"], ["--time-limit", "0"], ["--method", "magic"]])
+def test_cli_bad_options_exit_2(args, capsys):
+    try:
+        code = main(["optimum", str(INSTANCES / "paper.toml"), *args])
+    except SystemExit as exc:  # argparse rejects an unknown choice itself
+        code = exc.code
+    assert code == 2
+    assert capsys.readouterr().err.startswith("fairsched: error:")
