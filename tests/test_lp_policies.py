@@ -110,3 +110,21 @@ def test_lyapunov_meets_floors_in_the_long_run():
 def test_bad_parameters(cls, params, message):
     with pytest.raises(PolicyError, match=message):
         cls(**params)
+
+
+def test_lp_policies_run_on_column_generation_support_at_large_n():
+    from fairsched.problem import Problem
+    from fairsched.utilities import AccuracyUtility
+
+    rng = np.random.default_rng(0)
+    n, k = 60, 6  # C(60, 6) = 50,063,860 sets: only column generation can solve it
+    r = rng.uniform(0, 1, n)
+    r *= 0.8 * k / r.sum()
+    problem = Problem(AccuracyUtility(rng.integers(50, 1001, n).astype(float)), k, r)
+    opt = optimum(problem)
+    assert opt.method.startswith("column-generation") and opt.relative_gap <= 1e-9
+    sequenced = evaluate(run(problem, LPSequenced(), 3000), problem, opt.value)
+    assert sequenced.max_debt < 1 and sequenced.ratio >= 0.999
+    randomised = evaluate(run(problem, LPRandom(), 3000, seed=1), problem, opt.value)
+    assert abs(randomised.ratio - 1) < 0.01
+    assert evaluate(run(problem, Lyapunov(V=30), 3000), problem, opt.value).ratio >= 0.98
