@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any, NoReturn, Sequence
 
+from fairsched.cli_bench import add_bench_parser, run_bench
 from fairsched.cli_run import add_run_parser, run_command
 from fairsched.cli_simulate import add_simulate_parser, run_simulate
 from fairsched.errors import FairschedError, InfeasibleError
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub, common)
     add_simulate_parser(sub)
+    add_bench_parser(sub, common)
     return parser
 
 
@@ -64,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"check": _check, "optimum": _optimum,
-                "run": lambda a: run_command(a, _emit), "simulate": run_simulate}[args.command](args)
+                "run": lambda a: run_command(a, _emit), "simulate": run_simulate,
+                "bench": run_bench}[args.command](args)
     except InfeasibleError as exc:
         return _fail(str(exc), EXIT_INFEASIBLE)
     except FairschedError as exc:

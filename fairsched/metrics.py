@@ -7,13 +7,14 @@ For a schedule ``S_1..S_T`` on a problem with floors ``r`` (seed 003, Section II
 - maximum debt ``max_{u, 1<=t<=T} (r_u·t − N_u(t))``; short-term fairness holds iff it is ``< 1``.
 
 Everything is computed in chunks of rounds, so memory does not grow with ``T``; ``f`` is
-evaluated once per distinct set in a chunk.
+evaluated once per distinct set in a chunk. :func:`evaluate_stream` consumes a schedule as
+an iterator of chunks, for schedules too long to hold in memory.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterable, Union
 
 import numpy as np
 
@@ -59,24 +60,56 @@ def evaluate(schedule: Schedule, problem: Problem, optimum: float | None = None)
     """Measure ``schedule`` on ``problem``; ``optimum`` is ``U_opt`` if known."""
     if schedule.n != problem.n:
         raise ValueError(f"schedule has {schedule.n} workers, problem {problem.n}")
-    T = schedule.rounds
-    if T == 0:
+    if schedule.rounds == 0:
         raise ValueError("cannot evaluate an empty schedule")
+    return evaluate_stream((schedule,), problem, optimum)
+
+
+#: a piece of a schedule: consecutive rounds as a CSR :class:`Schedule` or a boolean ``(rounds, n)`` mask
+Chunk = Union[Schedule, np.ndarray]
+
+
+def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | None = None) -> Report:
+    """:func:`evaluate` of the schedule whose consecutive rounds ``chunks`` yields, holding one chunk at a time.
+
+    Each chunk is a :class:`Schedule` on ``problem.n`` workers (CSR: ``O(Σ|S_t|)`` memory) or a
+    boolean mask of shape ``(rounds, n)``; no round may list a worker twice. Memory is that of
+    one chunk plus ``O(CHUNK_CELLS)``, whatever the total ``T``, so a generator of chunks
+    evaluates schedules too long to hold. The result equals :func:`evaluate` on the
+    concatenated schedule: counts, fractions, slack and debts exactly; the time-average
+    utility exactly when every chunk but the last is a multiple of ``CHUNK_CELLS // n``
+    rounds (the sum of ``f`` is added in blocks of that many rounds), else up to rounding.
+
+    Debts of CSR chunks are computed from the selections alone, ``O(Σ|S_t|)`` rather than
+    ``O(T·n)``: between two selections of ``u`` its debt ``r_u·t − N_u(t)`` only grows, so its
+    maximum is reached in the round before a selection or in the last round of a block.
+    """
+    n = problem.n
     r = np.asarray(problem.r, dtype=np.float64)
-    chunk = max(1, CHUNK_CELLS // max(problem.n, 1))
-    total = 0.0
-    counts = np.zeros(problem.n, dtype=np.int64)
-    worker_max_debt = np.full(problem.n, -np.inf)
-    for start in range(0, T, chunk):
-        stop = min(start + chunk, T)
-        masks = schedule.masks(start, stop)
-        total += float(set_values(problem, masks).sum())
-        running = counts + np.cumsum(masks, axis=0, dtype=np.int64)
-        t = np.arange(start + 1, stop + 1, dtype=np.float64)
-        worker_max_debt = np.maximum(worker_max_debt, (t[:, None] * r - running).max(axis=0))
-        counts = running[-1]
-    time_average = total / T
-    fraction = counts / T
+    block = max(1, CHUNK_CELLS // max(n, 1))
+    acc = _Accumulator(n)
+    for chunk in chunks:
+        if isinstance(chunk, Schedule):
+            if chunk.n != n:
+                raise ValueError(f"schedule has {chunk.n} workers, problem {n}")
+            for start in range(0, chunk.rounds, block):
+                stop = min(start + block, chunk.rounds)
+                acc.total += float(set_values(problem, chunk.masks(start, stop)).sum())
+                acc.add_selections(chunk.indptr[start:stop + 1], chunk.indices, r)
+        else:
+            masks = np.asarray(chunk, dtype=bool)
+            if masks.ndim != 2 or masks.shape[1] != n:
+                raise ValueError(f"mask chunk must have shape (rounds, {n}), got {masks.shape}")
+            for start in range(0, masks.shape[0], block):
+                part = masks[start:start + block]
+                acc.total += float(set_values(problem, part).sum())
+                acc.add_masks(part, r)
+    if acc.rounds == 0:
+        raise ValueError("cannot evaluate an empty schedule")
+    T = acc.rounds
+    worker_max_debt = acc.worker_max_debt
+    time_average = acc.total / T
+    fraction = acc.counts / T
     ratio = None if optimum is None or optimum <= 0 else time_average / optimum
     return Report(
         rounds=T,
@@ -88,3 +121,52 @@ def evaluate(schedule: Schedule, problem: Problem, optimum: float | None = None)
         max_debt=float(worker_max_debt.max()),
         worker_max_debt=worker_max_debt,
     )
+
+
+class _Accumulator:
+    """Running ``Σ f``, rounds, counts ``N_u`` and the largest debt seen per worker."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.total = 0.0
+        self.rounds = 0
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.worker_max_debt = np.full(n, -np.inf)
+
+    def add_masks(self, masks: np.ndarray, r: np.ndarray) -> None:
+        """Rounds given as a boolean mask: the debt of every worker in every round."""
+        running = self.counts + np.cumsum(masks, axis=0, dtype=np.int64)
+        t = np.arange(self.rounds + 1, self.rounds + masks.shape[0] + 1, dtype=np.float64)
+        np.maximum(self.worker_max_debt, (t[:, None] * r - running).max(axis=0), out=self.worker_max_debt)
+        self.counts = running[-1]
+        self.rounds += masks.shape[0]
+
+    def add_selections(self, indptr: np.ndarray, indices: np.ndarray, r: np.ndarray) -> None:
+        """Rounds given in CSR form: debts in the round before each selection and in the last round.
+
+        The ``j``-th selection of ``u`` (``j`` from 1) in round ``t`` ends a run in which
+        ``N_u = j − 1`` and the debt grows with ``t``, so the run's largest debt is
+        ``r_u·(t − 1) − (j − 1)``, the same floating-point expression :meth:`add_masks` takes.
+        """
+        sizes = np.diff(indptr)
+        workers = indices[indptr[0]:indptr[-1]]
+        rounds = np.repeat(np.arange(self.rounds + 1, self.rounds + sizes.size + 1, dtype=np.int64), sizes)
+        # radix sort for small ids; stable keeps each worker's selections in round order
+        keys = workers.astype(np.uint16) if self.n <= 1 << 16 else workers
+        order = np.argsort(keys, kind="stable")
+        worker = workers[order]
+        per = np.bincount(workers, minlength=self.n)
+        starts = np.cumsum(per) - per
+        before = self.counts[worker] + (np.arange(worker.size) - starts[worker])  # N_u in round t − 1
+        t_before = rounds[order] - 1
+        debt = t_before.astype(np.float64) * r[worker] - before
+        debt[t_before < 1] = -np.inf  # round 0 is not a round
+        present = np.flatnonzero(per)
+        if present.size:
+            peaks = np.maximum.reduceat(debt, starts[present])
+            self.worker_max_debt[present] = np.maximum(self.worker_max_debt[present], peaks)
+        self.counts += per
+        self.rounds += sizes.size
+        # the block's last round ends every run that continues past it
+        last = np.float64(self.rounds) * r - self.counts
+        np.maximum(self.worker_max_debt, last, out=self.worker_max_debt)

@@ -49,7 +49,7 @@ def measure(problem: Problem, policy_name: str, rounds: int, seed: int, u_opt: f
     seconds = time.perf_counter() - start
     report = evaluate(schedule, problem, u_opt)
     diag = policy.diagnostics(u_opt)
-    label = policy_name + ("[" + ",".join(f"{k}={v:g}" for k, v in params.items()) + "]" if params else "")
+    label = policy_name + ("[" + ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in params.items()) + "]" if params else "")
     row = Row(instance, beta, label, rounds, seed, u_opt, report.time_average_utility,
               report.ratio, report.fairness_slack, report.max_debt,
               diag.get("multilinear_value"), diag.get("lower_bound"), seconds)

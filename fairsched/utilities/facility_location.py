@@ -50,6 +50,25 @@ class FacilityLocation(SetFunction):
         out[S] = 0.0
         return out
 
+    def incremental(self, base: Any = ()) -> "FacilityLocationGains":
+        """Incremental gains from ``base`` on (:class:`FacilityLocationGains`), for lazy greedy.
+
+        The first call stores a transposed copy of the similarity matrix (workers × points,
+        as much memory again) on the utility, so later calls and every gain evaluation read
+        one contiguous row per worker.
+        """
+        columns = self.__dict__.get("_columns_cache")
+        if columns is None:
+            columns = _transpose(self.similarity)
+            self.__dict__["_columns_cache"] = columns
+        # gains() sums a temporary laid out like similarity: reference_gains matches it for C order only
+        return FacilityLocationGains(columns, as_index_set(base, self.n),
+                                     exact_reference=self.similarity.flags.c_contiguous)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The transposed copy is a cache: do not ship it to worker processes.
+        return {key: value for key, value in self.__dict__.items() if key != "_columns_cache"}
+
     def multilinear(self, y: np.ndarray) -> tuple[float, np.ndarray]:
         """Multilinear extension ``F(y)`` and its gradient in closed form.
 
@@ -90,3 +109,82 @@ class FacilityLocation(SetFunction):
         """Build from a ``[utility]`` table with ``similarity`` (list of rows, one per point)."""
         table = read_table(table, cls.kind, ["similarity"])
         return cls(table["similarity"], n=n)
+
+
+#: elements per vectorised block of candidate gains (32 MB of float64)
+_BLOCK = 1 << 22
+
+
+class FacilityLocationGains:
+    """Marginal gains of every candidate on a growing set ``S``, updated in ``O(points)`` per addition.
+
+    Keeps ``cur_i = max_{v∈S} sim[i, v]`` so that one candidate's gain
+    ``Σ_i max(sim[i, u] − cur_i, 0)`` costs ``O(points)`` instead of the ``O(points·n)`` of
+    :meth:`FacilityLocation.gains`; the incremental state lazy greedy
+    (:func:`fairsched.lazy_greedy.lazy_greedy`, Minoux 1978) re-evaluates its bounds with.
+    Every term is non-negative, so rounding errors are relative to the gains themselves:
+    :attr:`error_scale` is 0.
+    """
+
+    error_scale = 0.0
+    #: lazy greedy re-evaluates 8 bounds in a step's first call: a call costs more than a gain
+    #: (measured fastest at n = 1000 and 5000 among first batches of 1, 4 and 8)
+    first_batch = 8
+
+    def __init__(self, columns: np.ndarray, base: np.ndarray, exact_reference: bool = True):
+        self._columns = columns  # (workers, points), C-contiguous: one worker's similarities are one row
+        if not exact_reference:
+            self.reference_gains = None  # lazy greedy then settles near-ties with the oracle's gains(S)
+        self._empty = base.size == 0
+        self.cur = columns[base].max(axis=0) if base.size else np.zeros(columns.shape[1])
+
+    def gains(self, candidates: np.ndarray) -> np.ndarray:
+        """``f(S ∪ {u}) − f(S)`` for each ``u`` in ``candidates`` (int array), at the current ``S``."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        workers, points = self._columns.shape
+        if candidates.size * points <= _BLOCK:  # the common case: a few workers, no loop
+            return self._block_gains(self._columns[candidates], owned=True)
+        everyone = candidates.size == workers and bool((candidates == np.arange(workers)).all())
+        out = np.empty(candidates.size, dtype=np.float64)
+        for rows in row_chunks(candidates.size, points, limit=_BLOCK):
+            if everyone:  # a view: no gather
+                out[rows] = self._block_gains(self._columns[rows], owned=False)
+            else:
+                out[rows] = self._block_gains(self._columns[candidates[rows]], owned=True)
+        return out
+
+    def _block_gains(self, block: np.ndarray, owned: bool) -> np.ndarray:
+        """Row sums of ``max(block − cur, 0)``; ``owned`` blocks (gathered copies) are overwritten."""
+        if self._empty:  # cur = 0 and sim >= 0: the gain is the row sum
+            return block.sum(axis=1)
+        block = np.subtract(block, self.cur, out=block if owned else None)
+        return np.maximum(block, 0.0, out=block).sum(axis=1)
+
+    def reference_gains(self, candidates: np.ndarray) -> np.ndarray:
+        """``FacilityLocation.gains(S)[candidates]`` bit for bit, in ``O(points·|candidates|)``.
+
+        ``gains`` sums each column of a C-ordered ``(points, n)`` matrix, and numpy sums each
+        column of such a matrix over the rows in order, whatever the number of columns (at
+        least two: a lone column is summed pairwise, so a single candidate is doubled).
+        ``cur`` is a maximum, exact in any order. Lazy greedy settles near-ties with this
+        instead of a full ``gains(S)``; ``tests/test_bench.py`` checks the identity.
+        """
+        candidates = np.asarray(candidates, dtype=np.int64)
+        columns = candidates if candidates.size >= 2 else np.repeat(candidates, 2)
+        block = np.ascontiguousarray(self._columns[columns].T)
+        return np.maximum(block - self.cur[:, None], 0.0).sum(axis=0)[:candidates.size]
+
+    def add(self, u: int) -> None:
+        """Add worker ``u`` to ``S``."""
+        np.maximum(self.cur, self._columns[u], out=self.cur)
+        self._empty = False
+
+
+def _transpose(matrix: np.ndarray, tile: int = 512) -> np.ndarray:
+    """A C-contiguous transpose, copied tile by tile (about 3x faster than a plain copy when large)."""
+    rows, cols = matrix.shape
+    out = np.empty((cols, rows), dtype=matrix.dtype)
+    for i in range(0, rows, tile):
+        for j in range(0, cols, tile):
+            out[j:j + tile, i:i + tile] = matrix[i:i + tile, j:j + tile].T
+    return out
