@@ -37,9 +37,9 @@ def _axis(rows: Sequence[BenchRow]) -> tuple[str, Callable[[BenchRow], float]]:
 
 def plot_sweep(rows: Sequence[BenchRow], out: Path) -> list[Path]:
     """Write ``ratio.png``, ``fairness_slack.png``, ``max_debt.png`` and ``seconds.png`` into ``out``."""
-    from fairsched.experiments.plots import _pyplot
+    from fairsched.experiments.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     ok = [r for r in rows if r.status == "ok"]
     by_group: dict[str, list[BenchRow]] = {}
     for row in ok:

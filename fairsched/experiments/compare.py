@@ -91,9 +91,9 @@ def summary(rows: Sequence[Row]) -> str:
 
 def plot_sweep(sweep: Sequence[dict[str, float]], path: Path, instance: str) -> None:
     """Utility gap (log) and largest queue against V."""
-    from fairsched.experiments.plots import _pyplot
+    from fairsched.experiments.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
     Vs = [s["V"] for s in sweep]
     left.loglog(Vs, [max(s["utility_gap"], 1e-6) for s in sweep], marker="o")

@@ -31,18 +31,6 @@ LABELS = {"fedavg": "FedAvg", "participation_ipw": "participation-only IPW", "fe
           "calibration_noisy": "calibration (noisy margins)"}
 
 
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (an optional extra: ``fairsched[plot]``)."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise ImportError("plots need matplotlib: pip install 'fairsched[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _mean_se(x: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     n = x.shape[axis]
     se = x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(x.mean(axis=axis), np.nan)
@@ -108,6 +96,8 @@ def write_csvs(results: dict[str, ExperimentResult], out: Path) -> None:
 
 def plot(results: dict[str, ExperimentResult], out: Path) -> None:
     """``excess_vs_round.png`` (one panel per level, mean ± se band) and ``final_vs_bias.png``."""
+    from fairsched.experiments.plots import pyplot
+
     plt = pyplot()
     levels = list(results)
     fig, axes = plt.subplots(1, len(levels), figsize=(4 * len(levels), 3.6), sharey=True)

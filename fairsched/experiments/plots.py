@@ -14,7 +14,8 @@ from fairsched.schedule import Schedule
 LABELS = {"faircg1": "FairCG1", "faircg2": "FairCG2", "fairdg": "FairDG", "greedy": "DG (greedy, unfair)"}
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (an optional extra: ``fairsched[plot]``)."""
     try:
         import matplotlib
     except ImportError:
@@ -28,7 +29,7 @@ def _pyplot():
 def plot_seed003(out: Path, rows: Sequence, schedules: dict[str, Schedule], problem: Problem,
                  u_opt: float, worker1_rounds: int) -> None:
     """Write Fig. 2(a–c) at β = 0.42 and Fig. 3 (ratios and bound ratios against β) as PNGs."""
-    plt = _pyplot()
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, schedule in schedules.items():
