@@ -26,6 +26,7 @@ import numpy as np
 from fairsched.errors import PolicyError
 from fairsched.multilinear import MultilinearOracle, supported_methods
 from fairsched.policies.base import Policy
+from fairsched.policies.batched import BatchedDraws
 from fairsched.rounding import pipage_round_batch
 from fairsched.utilities.check import check_submodular
 
@@ -97,8 +98,8 @@ class _ContinuousGreedy(Policy):
         oracle = MultilinearOracle(problem.utility, method=self.method, samples=self.samples,
                                    seed=int(self.rng.integers(2**63)))
         self.result = self._ascend(oracle)
-        self._batch = np.zeros((0, problem.n), dtype=bool)
-        self._next = 0
+        y = self.result.y
+        self._rounds = BatchedDraws(lambda rng, size: pipage_round_batch(y, size, rng), BATCH_ROUNDS)
 
     def _ascend(self, oracle: MultilinearOracle) -> ContinuousGreedyResult:
         r = np.asarray(self.problem.r, dtype=float)
@@ -125,31 +126,16 @@ class _ContinuousGreedy(Policy):
         raise NotImplementedError
 
     def _select(self, available: np.ndarray) -> np.ndarray:
-        if self._next >= self._batch.shape[0]:
-            self._batch_rng = self.rng.bit_generator.state
-            self._batch = pipage_round_batch(self.result.y, BATCH_ROUNDS, self.rng)
-            self._next = 0
-        chosen = np.flatnonzero(self._batch[self._next])
-        self._next += 1
-        return chosen
+        return np.flatnonzero(self._rounds.take(self.rng))
 
     def _extra_state(self) -> dict[str, Any]:
-        # The batch is redrawn from the generator state it was drawn with, not stored.
-        return {"y": self.result.y.tolist(), "batch_rng": getattr(self, "_batch_rng", None),
-                "next": self._next, "batch_size": int(self._batch.shape[0])}
+        return {"y": self.result.y.tolist(), **self._rounds.state_dict()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         y = np.asarray(state["y"], dtype=float)
         if not np.array_equal(y, self.result.y):
             raise ValueError("state's fractional point differs from this policy's; refusing to mix them")
-        self._next = int(state["next"])
-        self._batch = np.zeros((0, self.problem.n), dtype=bool)
-        if state["batch_rng"] is not None and state["batch_size"]:
-            after = self.rng.bit_generator.state
-            self.rng.bit_generator.state = state["batch_rng"]
-            self._batch_rng = state["batch_rng"]
-            self._batch = pipage_round_batch(self.result.y, state["batch_size"], self.rng)
-            self.rng.bit_generator.state = after
+        self._rounds.load_state_dict(state, self.rng)
 
     def lower_bound(self, u_opt: float) -> float:
         """The guaranteed ``F(y(1))`` given ``U_opt`` (see the module docstring)."""

@@ -32,6 +32,7 @@ import numpy as np
 from fairsched.errors import PolicyError
 from fairsched.lp_optimum import Optimum, optimum
 from fairsched.policies.base import Policy
+from fairsched.policies.batched import BatchedDraws
 
 BATCH_ROUNDS = 8192
 MAX_GAP = 256
@@ -53,31 +54,17 @@ class LPRandom(Policy):
     def _prepare(self) -> None:
         self.optimum = optimum(self.problem)
         self._sets = self.optimum.support
-        self._p = self.optimum.probabilities / self.optimum.probabilities.sum()
-        self._draws = np.zeros(0, dtype=np.int64)
-        self._next = 0
+        p = self.optimum.probabilities / self.optimum.probabilities.sum()
+        self._draws = BatchedDraws(lambda rng, size: rng.choice(len(self._sets), size=size, p=p), BATCH_ROUNDS)
 
     def _select(self, available: np.ndarray) -> np.ndarray:
-        if self._next >= self._draws.size:
-            self._draws_rng = self.rng.bit_generator.state
-            self._draws = self.rng.choice(len(self._sets), size=BATCH_ROUNDS, p=self._p)
-            self._next = 0
-        chosen = self._sets[self._draws[self._next]]
-        self._next += 1
-        return chosen
+        return self._sets[self._draws.take(self.rng)]
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"draws_rng": getattr(self, "_draws_rng", None), "next": self._next,
-                "draws": int(self._draws.size)}
+        return self._draws.state_dict()
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self._next = int(state["next"])
-        self._draws = np.zeros(0, dtype=np.int64)
-        if state["draws_rng"] is not None and state["draws"]:
-            after = self.rng.bit_generator.state
-            self.rng.bit_generator.state = self._draws_rng = state["draws_rng"]
-            self._draws = self.rng.choice(len(self._sets), size=state["draws"], p=self._p)
-            self.rng.bit_generator.state = after
+        self._draws.load_state_dict(state, self.rng)
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         return {"support_size": len(self._sets)}
