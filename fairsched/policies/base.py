@@ -18,6 +18,9 @@ import numpy as np
 
 from fairsched.problem import Problem
 
+# r_u·t is computed in floating point; a debt within this of an integer is that integer.
+DEBT_TOLERANCE = 1e-9
+
 
 class Policy(ABC):
     """Base class of every scheduling policy."""
@@ -70,7 +73,7 @@ class Policy(ABC):
 
     def forgive(self, workers: np.ndarray) -> None:
         """Clear the debts of ``workers`` (they were away): raise ``N_u`` to ``⌊r_u·t⌋``."""
-        owed = np.floor(self.problem.r[workers] * self.t + 1e-9).astype(np.int64)
+        owed = np.floor(self.problem.r[workers] * self.t + DEBT_TOLERANCE).astype(np.int64)
         self.counts[workers] = np.maximum(self.counts[workers], owed)
 
     def state_dict(self) -> dict[str, Any]:

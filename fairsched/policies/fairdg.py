@@ -29,10 +29,8 @@ import numpy as np
 
 from fairsched.errors import PolicyError
 from fairsched.greedy import greedy_complete
-from fairsched.policies.base import Policy
+from fairsched.policies.base import DEBT_TOLERANCE, Policy
 
-# r_u·t is computed in floating point; a debt of -1e-12 is a debt of 0.
-DEBT_TOLERANCE = 1e-9
 RANKS = ("deadline", "debt")
 
 

@@ -31,12 +31,11 @@ import numpy as np
 
 from fairsched.errors import PolicyError
 from fairsched.lp_optimum import Optimum, optimum
-from fairsched.policies.base import Policy
+from fairsched.policies.base import DEBT_TOLERANCE, Policy
 from fairsched.policies.batched import BatchedDraws
 
 BATCH_ROUNDS = 8192
 MAX_GAP = 256
-DEBT_TOLERANCE = 1e-9
 
 
 def _support_masks(opt: Optimum, n: int) -> np.ndarray:
