@@ -5,7 +5,7 @@ printed figures).  Instances (all seeded, so every run solves the same LPs):
 
 - accuracy utility ``f(S) = 0.95 − 0.5·(Σ_{u∈S} L_u)^−0.2``, integer sizes ``L_u`` drawn
   uniformly from 50..1000, floors ``r`` uniform random scaled to ``Σ r = 0.8·k`` (capped at 1);
-- weighted coverage and facility location from :mod:`fairsched.generators` (costly floors,
+- weighted coverage and facility location from :mod:`fairsched.instances.generators` (costly floors,
   ``Σ r = 0.8·k``) with ``n = 200``, ``k = 20``.
 
 Timings of column generation are the minimum over rounds; enumeration is timed once in
@@ -27,9 +27,9 @@ import time
 import numpy as np
 import pytest
 
-from fairsched.generators import coverage_instance, facility_location_instance
+from fairsched.instances.generators import coverage_instance, facility_location_instance
 from fairsched.instances import problem_from_table
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.problem import Problem
 from fairsched.utilities import AccuracyUtility
 
@@ -67,7 +67,7 @@ _LARGE = """
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, {here!r})
 from bench_colgen import accuracy_problem
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 problem = accuracy_problem(1000, 100)
 tracemalloc.start()
 start = time.perf_counter()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fairsched.generators import coverage_instance
+from fairsched.instances.generators import coverage_instance
 from fairsched.instances import load_instance, problem_from_table
 from fairsched.policies import FairCG1
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from fairsched.instances import load_instance
 from fairsched.policies import FairDG
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 
 PAPER = Path(__file__).resolve().parent.parent / "instances" / "paper.toml"
 ROUNDS = 100_000

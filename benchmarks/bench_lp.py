@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers import k_subset_masks, solve_distribution_lp
+from fairsched.solvers import k_subset_masks, solve_distribution_lp
 
 
 def build_and_solve(n: int, k: int):

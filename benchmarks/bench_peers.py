@@ -5,7 +5,7 @@
 
 n points = n candidates (n = 1000 and 5000), k = n/10, one dense similarity matrix for every
 library: a Gaussian kernel ``exp(−|x_i − x_j|²/(2d))`` of random normal feature vectors
-(d = 16). fairsched runs :func:`fairsched.lazy_greedy.lazy_greedy` (Minoux's lazy greedy on
+(d = 16). fairsched runs :func:`fairsched.submodular.lazy_greedy.lazy_greedy` (Minoux's lazy greedy on
 the facility-location incremental state); the baselines in the same run are
 
 - apricot-select's ``FacilityLocationSelection(k, metric="precomputed", optimizer="lazy")``:
@@ -15,7 +15,7 @@ the facility-location incremental state); the baselines in the same run are
 - submodlib's ``FacilityLocationFunction(mode="dense").maximize(optimizer="LazyGreedy")``
   (C++ engine; building the function copies the matrix through Python lists), timed with
   and without that construction, skipped with the reason if it does not import or run;
-- fairsched's plain :func:`fairsched.greedy.greedy_complete` (one ``gains(S)`` per step,
+- fairsched's plain :func:`fairsched.submodular.greedy.greedy_complete` (one ``gains(S)`` per step,
   ``O(points·n)``), which lazy greedy must reproduce exactly.
 
 Every selection is scored with the same ``FacilityLocation.value``; the values must agree
@@ -31,8 +31,8 @@ import time
 import numpy as np
 import pytest
 
-from fairsched.greedy import greedy_complete
-from fairsched.lazy_greedy import lazy_greedy_trace
+from fairsched.submodular.greedy import greedy_complete
+from fairsched.submodular.lazy_greedy import lazy_greedy_trace
 from fairsched.utilities import FacilityLocation
 
 DIM, SEED = 16, 0

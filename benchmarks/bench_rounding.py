@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from fairsched.rounding import pipage_round, pipage_round_batch
+from fairsched.submodular.rounding import pipage_round, pipage_round_batch
 
 
 @pytest.mark.parametrize("n, draws", [(10, 100_000), (200, 10_000)])

@@ -7,8 +7,8 @@ Groups (select one with ``-k``, e.g. ``-k oracle``):
 - **oracle**: ``values`` of a batch of 256 random ``k``-sets and ``gains`` at a random
   ``k``-set, for each family of :mod:`fairsched.bench.families` at ``n = 100`` and
   ``n = 1000`` (``k = n/10``);
-- **greedy**: :func:`fairsched.lazy_greedy.lazy_greedy` against the plain
-  :func:`fairsched.greedy.greedy_complete` on the same instances, same set, ratio printed;
+- **greedy**: :func:`fairsched.submodular.lazy_greedy.lazy_greedy` against the plain
+  :func:`fairsched.submodular.greedy.greedy_complete` on the same instances, same set, ratio printed;
 - **lp**: ``fairsched.optimum`` on the four bundled instances;
 - **colgen**: ``optimum(problem, method="column-generation")`` against
   ``method="enumeration"`` (skipped, with the reason, where ``optimum`` has no ``method``);
@@ -27,12 +27,12 @@ import numpy as np
 import pytest
 
 from fairsched.bench.families import FAMILIES, family
-from fairsched.greedy import greedy_complete
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.instances import load_instance, problem_from_table
-from fairsched.lazy_greedy import lazy_greedy
-from fairsched.lp_optimum import optimum
+from fairsched.submodular.lazy_greedy import lazy_greedy
+from fairsched.lp.solve import optimum
 from fairsched.policies import POLICIES, make_policy
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances"
 BUNDLED = ("paper.toml", "coverage.toml", "facility-location.toml", "concave-modular.toml")

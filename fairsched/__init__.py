@@ -12,10 +12,10 @@ Typical use::
 from fairsched.errors import FairschedError, InfeasibleError, InstanceError, PolicyError, TooLargeError
 from fairsched.metrics import Report, evaluate
 from fairsched.instances import load_instance, problem_from_table, save_instance
-from fairsched.lp_optimum import Optimum, optimum
+from fairsched.lp.solve import Optimum, optimum
 from fairsched.policies import POLICIES, FairDG, Policy, make_policy
 from fairsched.problem import Problem
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.schedule import Schedule
 
 __version__ = "0.1.0"

@@ -52,3 +52,7 @@ class PolicyError(FairschedError):
 
 class TooLargeError(FairschedError):
     """A computation would exceed a configured size limit (for example the column count)."""
+
+
+class CheckpointError(FairschedError):
+    """A saved state is corrupted, truncated, of another version, or of another problem."""

@@ -12,7 +12,7 @@ from fairsched.cli import main
 from fairsched.metrics import evaluate
 from fairsched.policies import FairDG, make_policy
 from fairsched.problem import Problem
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.utilities import FacilityLocation
 
 from conftest import INSTANCES
@@ -112,9 +112,9 @@ def test_every_policy_respects_availability(name):
 
 
 def test_availability_lp_reduces_to_the_plain_lp_when_everyone_is_available():
-    from fairsched.availability import availability_optimum
+    from fairsched.lp.availability import availability_optimum
     from fairsched.instances import load_instance
-    from fairsched.lp_optimum import optimum
+    from fairsched.lp.solve import optimum
 
     problem = load_instance(INSTANCES / "paper.toml")
     full = availability_optimum(problem, Availability(probabilities=np.ones(problem.n)))
@@ -125,7 +125,7 @@ def test_availability_lp_reduces_to_the_plain_lp_when_everyone_is_available():
 def test_availability_lp_without_floors_is_the_expected_best_available_set():
     import itertools
 
-    from fairsched.availability import availability_optimum
+    from fairsched.lp.availability import availability_optimum
 
     rng = np.random.default_rng(3)
     n, k = 6, 2
@@ -143,10 +143,10 @@ def test_availability_lp_without_floors_is_the_expected_best_available_set():
 
 
 def test_availability_lp_prices_and_infeasibility():
-    from fairsched.availability import availability_optimum
+    from fairsched.lp.availability import availability_optimum
     from fairsched.errors import InfeasibleError
     from fairsched.instances import load_instance
-    from fairsched.lp_optimum import optimum
+    from fairsched.lp.solve import optimum
 
     problem = load_instance(INSTANCES / "paper.toml")
     partial = availability_optimum(problem, Availability(probabilities=np.full(problem.n, 0.9)))

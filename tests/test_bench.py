@@ -9,21 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from fairsched import cli, cli_bench
+from fairsched.cli import app as cli, bench as cli_bench
 from fairsched.bench.families import FAMILIES, family, family_k
 from fairsched.bench.harness import DETERMINISTIC_COLUMNS
 from fairsched.bench.streams import random_k_subsets, random_schedule_chunks
 from fairsched.experiments import seed003
-from fairsched.generators import PAPER_BETAS
-from fairsched.greedy import greedy_complete
+from fairsched.instances.generators import PAPER_BETAS
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.instances import load_instance, problem_from_table
-from fairsched.lazy_greedy import ValuesGains, lazy_greedy, lazy_greedy_trace
-from fairsched.lp_optimum import optimum
+from fairsched.submodular.lazy_greedy import ValuesGains, lazy_greedy, lazy_greedy_trace
+from fairsched.lp.solve import optimum
 from fairsched.metrics import CHUNK_CELLS, evaluate, evaluate_stream
 from fairsched.policies import make_policy
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.utilities import (AccuracyUtility, CallableUtility, ConcaveModular, Coverage, FacilityLocation,
                                  Mixture, Modular, PropensityWeightedAccuracy)
 
@@ -33,7 +33,7 @@ PAPER = str(INSTANCES / "paper.toml")
 
 
 def _entry_points():
-    """``python -m fairsched.cli_bench``, and ``fairsched bench`` once it is wired into the main parser."""
+    """``python -m fairsched.cli.bench``, and ``fairsched bench`` once it is wired into the main parser."""
     points = [cli_bench.main]
     subparsers = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     if subparsers and "bench" in subparsers[0].choices:

@@ -15,7 +15,7 @@ import pytest
 from fairsched.cli import main
 from fairsched.instances import load_instance
 from fairsched.policies import make_policy
-from fairsched.simulate import Simulation
+from fairsched.runtime.simulation import Simulation
 
 from conftest import INSTANCES
 

@@ -1,4 +1,4 @@
-"""Column generation (solvers.colgen), the pricing oracles (fairsched.pricing) and
+"""Column generation (fairsched.solvers.colgen), the pricing oracles (fairsched.lp.pricing) and
 optimum(method="column-generation") against enumeration and brute force."""
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ import sys
 import numpy as np
 import pytest
 
-import solvers.lp
+import fairsched.solvers.lp
 from fairsched.cli import main
 from fairsched.errors import InfeasibleError, TooLargeError
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import ENUMERATION_THRESHOLD, optimum
-from fairsched.pricing import (AccuracyPricing, CoveragePricing, EnumerationPricing,
+from fairsched.lp.solve import ENUMERATION_THRESHOLD, optimum
+from fairsched.lp.pricing import (AccuracyPricing, CoveragePricing, EnumerationPricing,
                                FacilityLocationPricing, GreedyPricing, ModularPricing,
                                initial_pool, pricing_for, systematic_sets)
-from fairsched.pricing import coverage as coverage_pricing
-from fairsched.pricing import facility_location as facility_pricing
+from fairsched.lp.pricing import coverage as coverage_pricing
+from fairsched.lp.pricing import facility_location as facility_pricing
 from fairsched.problem import Problem
 from fairsched.utilities import (AccuracyUtility, CallableUtility, ConcaveModular, Coverage,
                                  FacilityLocation, Mixture, Modular)
-from solvers import (InfeasibleLPError, PricingResult, column_generation, k_subset_masks,
+from fairsched.solvers import (InfeasibleLPError, PricingResult, column_generation, k_subset_masks,
                      solve_distribution_lp)
 
 from conftest import INSTANCES, bundled_instances
@@ -317,7 +317,7 @@ def test_initial_pool_meets_the_floors(seed):
     assert np.allclose(p @ masks, x, atol=1e-12)
 
 
-# ----------------------------------------------------------------------------- solvers.colgen
+# ----------------------------------------------------------------------------- fairsched.solvers.colgen
 
 
 def enumeration_oracle(values: np.ndarray, members: np.ndarray, top: int = 3):
@@ -387,9 +387,9 @@ class _CountingHighs:
 
 
 def test_master_is_warm_started_not_rebuilt(monkeypatch):
-    original = solvers.lp._new_highs
+    original = fairsched.solvers.lp._new_highs
     _CountingHighs.created.clear()
-    monkeypatch.setattr(solvers.lp, "_new_highs", lambda: _CountingHighs(original()))
+    monkeypatch.setattr(fairsched.solvers.lp, "_new_highs", lambda: _CountingHighs(original()))
     values, members, r = accuracy_lp(2, n=10, k=5)
     start = np.flatnonzero(members[:, :5].all(axis=1) | members[:, 5:].all(axis=1))
     result = column_generation(values[start], members[start], r, enumeration_oracle(values, members))

@@ -10,15 +10,15 @@ from scipy.optimize import linprog
 
 from fairsched.cli import main
 from fairsched.errors import PolicyError
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate
-from fairsched.multilinear import multilinear
+from fairsched.submodular.multilinear import multilinear
 from fairsched.policies import FairCG1, FairCG2, make_policy
 from fairsched.policies.continuous_greedy import fill_budget
 from fairsched.problem import Problem
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.utilities import CallableUtility, Coverage
 
 from conftest import INSTANCES

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fairsched.metrics import evaluate
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.policies import FairDG, make_policy
 from fairsched.problem import Problem
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.utilities import FacilityLocation
 
 from conftest import INSTANCES

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fairsched.cli_simulate import add_simulate_parser, run_simulate
+from fairsched.cli.simulate import add_simulate_parser, run_simulate
 from fairsched.experiments import fair_population, fedipw
 from fairsched.fl import (RULES, ExperimentConfig, SimulationError, TrainConfig, client_objective,
                           local_updates, make_population, run_experiment, run_seed, train)

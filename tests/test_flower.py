@@ -39,7 +39,7 @@ from fairsched.integrations.flower import (  # noqa: E402
     inverse_probability_weights,
 )
 from fairsched.problem import Problem  # noqa: E402
-from fairsched.scheduler import Scheduler  # noqa: E402
+from fairsched.runtime.scheduler import Scheduler  # noqa: E402
 from fairsched.utilities import AccuracyUtility  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parents[1] / "examples" / "flower_app"

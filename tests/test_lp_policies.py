@@ -7,13 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fairsched.errors import PolicyError
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate, set_values
 from fairsched.policies import LPRandom, LPSequenced, Lyapunov, make_policy
 from fairsched.policies.lp import DeadlineGuard
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 
 from conftest import INSTANCES, bundled_instances
 from test_fairdg import fair_instances, floors_always_met

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fairsched.errors import InstanceError
-from fairsched.multilinear import (
+from fairsched.submodular.multilinear import (
     MultilinearEstimate,
     MultilinearOracle,
     multilinear,

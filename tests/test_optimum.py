@@ -9,9 +9,9 @@ import pytest
 from scipy.optimize import linprog
 
 from fairsched.errors import InfeasibleError, TooLargeError
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.problem import Problem
 from fairsched.utilities import AccuracyUtility
 

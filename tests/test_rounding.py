@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairsched.rounding import pipage_round, pipage_round_batch
+from fairsched.submodular.rounding import pipage_round, pipage_round_batch
 from fairsched.utilities import Coverage
 
 DRAWS = 20_000

@@ -6,7 +6,7 @@ import pytest
 from fairsched.metrics import evaluate
 from fairsched.policies import make_policy
 from fairsched.problem import Problem
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 from fairsched.schedule import Schedule
 from fairsched.utilities import AccuracyUtility, Coverage
 

@@ -9,7 +9,8 @@ import pytest
 
 from fairsched.errors import FairschedError, InstanceError
 from fairsched.instances import load_instance
-from fairsched.scheduler import CheckpointError, Scheduler
+from fairsched.errors import CheckpointError
+from fairsched.runtime.scheduler import Scheduler
 
 from conftest import INSTANCES
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from solvers import (
+from fairsched.solvers import (
     DistributionLPResult,
     InfeasibleLPError,
     SolverError,

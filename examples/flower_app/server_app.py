@@ -18,7 +18,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fairsched.integrations.flower import FairschedStrategy
 from fairsched.problem import Problem
-from fairsched.scheduler import Scheduler
+from fairsched.runtime.scheduler import Scheduler
 from fairsched.utilities import AccuracyUtility
 from task import DIM, loss_and_accuracy, partition_size, test_set
 

@@ -2,7 +2,7 @@
 
 ``family(kind, n, seed)`` returns an instance table (the dict form of an instance file,
 loadable with :func:`fairsched.problem_from_table`), deterministic in ``seed``. Every family
-has ``k = round(n/10)`` (at least 1) and the costly floors of :mod:`fairsched.generators`:
+has ``k = round(n/10)`` (at least 1) and the costly floors of :mod:`fairsched.instances.generators`:
 the ``k`` strong workers get 0.1, the weak ones share the rest of ``Σ r = 0.8·k``. Plain
 greedy serves only the strong workers, so meeting the floors costs utility (at ``n = 20``
 ``U_opt`` is 52–60% of the greedy value for the three generator families).
@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fairsched.errors import FairschedError
-from fairsched.generators import (_costly_floors, concave_modular_instance, coverage_instance,
+from fairsched.instances.generators import (_costly_floors, concave_modular_instance, coverage_instance,
                                   facility_location_instance)
 
 #: Σ r = LOAD·k in every family, as in the bundled costly instances

@@ -17,10 +17,10 @@ from typing import Any, Callable, Sequence
 
 from fairsched.bench.cases import Case, case_problem
 from fairsched.bench.parallel import executor, run_all, single_threaded_blas
-from fairsched.cli_run import parse_params
+from fairsched.policies import parse_params
 from fairsched.errors import FairschedError, PolicyError, TooLargeError
 from fairsched.experiments.common import measure
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.policies import make_policy
 
 Log = Callable[[str], None]

@@ -14,7 +14,7 @@ from fairsched.metrics import evaluate
 from fairsched.policies import make_policy
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ from typing import Any, Sequence
 from fairsched.atomic import atomic_write
 from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
 from fairsched.experiments.seed003 import COSTLY, PAPER
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate
 from fairsched.policies import Lyapunov
-from fairsched.simulate import run
+from fairsched.runtime.simulation import run
 
 #: (policy name, parameters) in table order
 POLICIES: list[tuple[str, dict[str, Any]]] = [

@@ -21,9 +21,10 @@ import numpy as np
 
 from fairsched.atomic import atomic_write
 from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
-from fairsched.generators import PAPER_BETAS
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import optimum
+from fairsched.lp.solve import optimum
+from fairsched.policies import PAPER_POLICIES
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
 
@@ -31,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "instances" / "paper.toml"
 COSTLY = [ROOT / "instances" / name for name in
           ("coverage.toml", "facility-location.toml", "concave-modular.toml")]
-PAPER_POLICIES = ("faircg1", "faircg2", "fairdg", "greedy")
 COSTLY_POLICIES = ("faircg1", "faircg2", "fairdg", "greedy", "random", "round-robin")
 FIG2_BETA = 0.42
 WORKER1_ROUNDS = 2000

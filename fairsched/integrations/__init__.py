@@ -1,4 +1,4 @@
-"""Adapters that put a :class:`fairsched.scheduler.Scheduler` inside federated-learning frameworks.
+"""Adapters that put a :class:`fairsched.runtime.scheduler.Scheduler` inside federated-learning frameworks.
 
 Each adapter lives in its own module and imports its framework only there, so
 ``import fairsched`` (and ``import fairsched.integrations``) never needs one:

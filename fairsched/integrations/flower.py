@@ -84,7 +84,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without flwr
                       "pip install 'fairsched[flower]'") from exc
 
 from fairsched.atomic import atomic_write
-from fairsched.scheduler import Scheduler
+from fairsched.runtime.scheduler import Scheduler
 
 __all__ = ["FairschedStrategy", "NodeDirectory", "QUERY_ACTION", "QUERY_MESSAGE_TYPE", "QUERY_RECORD",
            "WEIGHTINGS", "fedavg_weights", "inverse_probability_weights", "register_worker_id_query"]

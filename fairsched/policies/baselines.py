@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairsched.greedy import greedy_complete
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.policies.base import Policy
 
 

@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.multilinear import MultilinearOracle, supported_methods
+from fairsched.submodular.multilinear import MultilinearOracle, supported_methods
 from fairsched.policies.base import Policy
 from fairsched.policies.batched import BatchedDraws
-from fairsched.rounding import pipage_round_batch
+from fairsched.submodular.rounding import pipage_round_batch
 from fairsched.utilities.check import check_submodular
 
 BATCH_ROUNDS = 4096

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.greedy import greedy_complete
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.policies.base import DEBT_TOLERANCE, Policy
 
 RANKS = ("deadline", "debt")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.lp_optimum import Optimum, optimum
+from fairsched.lp.solve import Optimum, optimum
 from fairsched.policies.base import DEBT_TOLERANCE, Policy
 from fairsched.policies.batched import BatchedDraws
 

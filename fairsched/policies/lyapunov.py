@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.greedy import greedy_complete
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.policies.base import Policy
 from fairsched.utilities.base import SetFunction
 

@@ -121,7 +121,7 @@ class FacilityLocationGains:
     Keeps ``cur_i = max_{v∈S} sim[i, v]`` so that one candidate's gain
     ``Σ_i max(sim[i, u] − cur_i, 0)`` costs ``O(points)`` instead of the ``O(points·n)`` of
     :meth:`FacilityLocation.gains`; the incremental state lazy greedy
-    (:func:`fairsched.lazy_greedy.lazy_greedy`, Minoux 1978) re-evaluates its bounds with.
+    (:func:`fairsched.submodular.lazy_greedy.lazy_greedy`, Minoux 1978) re-evaluates its bounds with.
     Every term is non-negative, so rounding errors are relative to the gains themselves:
     :attr:`error_scale` is 0.
     """

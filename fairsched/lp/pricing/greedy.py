@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fairsched.pricing.base import PricingOracle, is_tight, ranked
+from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
 from fairsched.utilities.base import SetFunction
-from solvers.colgen import PricingResult
+from fairsched.solvers.colgen import PricingResult
 
 #: single-swap neighbourhoods of the greedy set are evaluated up to this many sets
 SWAP_LIMIT = 5_000

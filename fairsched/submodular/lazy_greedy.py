@@ -18,7 +18,7 @@ instead of ``n + 1`` per step. A utility with a closed-form ``gains`` and no inc
 state (coverage, accuracy, …) computes all gains in about the time of one set evaluation,
 so laziness saves nothing there and every step is a plain greedy step.
 
-**Same set as** :func:`fairsched.greedy.greedy_complete`. The incremental gains equal the
+**Same set as** :func:`fairsched.submodular.greedy.greedy_complete`. The incremental gains equal the
 oracle's :meth:`~fairsched.utilities.base.SetFunction.gains` up to rounding (another
 summation order), so a step is decided lazily only when the winner leads every other
 worker's bound by more than ``rtol`` times the magnitude of the numbers involved; a closer
@@ -128,7 +128,7 @@ StateFactory = Callable[[SetFunction, np.ndarray], "IncrementalGains | None"]
 def lazy_greedy(utility: SetFunction, k: int, base: np.ndarray | None = None,
                 candidates: np.ndarray | None = None, *, rtol: float = DEFAULT_RTOL,
                 incremental: StateFactory = incremental_gains) -> np.ndarray:
-    """The set :func:`fairsched.greedy.greedy_complete` returns, computed lazily (Minoux 1978).
+    """The set :func:`fairsched.submodular.greedy.greedy_complete` returns, computed lazily (Minoux 1978).
 
     Same parameters and result as ``greedy_complete`` (sorted ``int64`` array; ``base`` kept,
     ``candidates`` a boolean mask of the workers that may be added); see the module

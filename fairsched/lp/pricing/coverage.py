@@ -13,7 +13,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from fairsched.pricing.milp import MilpPricing
+from fairsched.lp.pricing.milp import MilpPricing
 from fairsched.utilities.coverage import Coverage
 
 

@@ -14,12 +14,12 @@ import sys
 import time
 from typing import Any, NoReturn, Sequence
 
-from fairsched.cli_bench import add_bench_parser, run_bench
-from fairsched.cli_run import add_run_parser, run_command
-from fairsched.cli_simulate import add_simulate_parser, run_simulate
+from fairsched.cli.bench import add_bench_parser, run_bench
+from fairsched.cli.run import add_run_parser, run_command
+from fairsched.cli.simulate import add_simulate_parser, run_simulate
 from fairsched.errors import FairschedError, InfeasibleError
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
+from fairsched.lp.solve import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 2, 3, 130
 

@@ -2,9 +2,9 @@
 
 A checkpoint is one JSON document, written atomically: the run's arguments, the SHA-256
 of the instance file (resuming against an edited instance is refused) and the
-:class:`~fairsched.simulate.Simulation` state (policy state, random generators, schedule so
+:class:`~fairsched.runtime.simulation.Simulation` state (policy state, random generators, schedule so
 far). Corrupted, truncated, foreign-format and foreign-version files are refused with a
-:class:`~fairsched.scheduler.CheckpointError`.
+:class:`~fairsched.runtime.scheduler.CheckpointError`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import os
 from typing import Any
 
 from fairsched.atomic import atomic_write
-from fairsched.scheduler import CheckpointError, check_state_header, read_state
-from fairsched.simulate import Simulation
+from fairsched.errors import CheckpointError
+from fairsched.runtime.state import STATE_VERSION, check_state_header, read_state
+from fairsched.runtime.simulation import Simulation
 
 CHECKPOINT_FORMAT = "fairsched-run-checkpoint"
 
@@ -29,7 +30,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 def save_checkpoint(path: str | os.PathLike[str], arguments: dict[str, Any], simulation: Simulation) -> None:
     """Write the run's ``arguments`` and ``simulation`` state to ``path`` atomically."""
-    from fairsched.scheduler import STATE_VERSION
 
     document = {"format": CHECKPOINT_FORMAT, "version": STATE_VERSION, "arguments": arguments,
                 "simulation": simulation.state_dict()}

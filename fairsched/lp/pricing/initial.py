@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairsched.greedy import greedy_complete
+from fairsched.submodular.greedy import greedy_complete
 from fairsched.utilities.base import SetFunction
 
 

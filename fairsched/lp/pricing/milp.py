@@ -13,11 +13,11 @@ import time
 import highspy
 import numpy as np
 
-from fairsched.pricing.base import PricingOracle, is_tight, ranked
-from fairsched.pricing.greedy import GreedyPricing
+from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
+from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.utilities.base import SetFunction
-from solvers.colgen import PricingResult
-from solvers.lp import _new_highs, _set_option
+from fairsched.solvers.colgen import PricingResult
+from fairsched.solvers.lp import _new_highs, _set_option
 
 #: relative MIP gap HiGHS is asked to close
 MIP_REL_GAP = 1e-9
@@ -39,7 +39,7 @@ class MilpPricing(PricingOracle):
         super().__init__(utility.n, k, max_columns)
         self.utility = utility
         self.deadline = deadline
-        #: cheap pricing for :func:`solvers.colgen.column_generation`'s ``heuristic``
+        #: cheap pricing for :func:`fairsched.solvers.colgen.column_generation`'s ``heuristic``
         self.heuristic = GreedyPricing(utility, k, max_columns=max_columns,
                                        swap_deltas=self.swap_deltas)
         self.h = _new_highs()

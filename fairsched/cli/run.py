@@ -9,17 +9,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fairsched.availability import Availability, availability_optimum, check_availability
-from fairsched.checkpoint import file_sha256, load_checkpoint, restore, save_checkpoint
+from fairsched.availability import Availability, check_availability
+from fairsched.lp.availability import availability_optimum
+from fairsched.runtime.checkpoint import file_sha256, load_checkpoint, restore, save_checkpoint
 from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
 from fairsched.instances import load_instance
-from fairsched.lp_optimum import DEFAULT_MAX_COLUMNS, optimum
+from fairsched.lp.solve import DEFAULT_MAX_COLUMNS, optimum
 from fairsched.metrics import evaluate
-from fairsched.policies import POLICIES, make_policy
+from fairsched.policies import POLICIES, make_policy, parse_params
 from fairsched.problem import Problem
-from fairsched.scheduler import CheckpointError
+from fairsched.errors import CheckpointError
 from fairsched.schedule import Schedule
-from fairsched.simulate import Simulation
+from fairsched.runtime.simulation import Simulation
 
 DEFAULT_ROUNDS = 10_000
 
@@ -45,27 +46,6 @@ def add_run_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) 
     run_p.add_argument("--checkpoint-every", type=int, default=10_000, metavar="N")
     run_p.add_argument("--resume", default=None, metavar="PATH",
                        help="continue the run saved in this checkpoint (its instance, policy and options)")
-
-
-def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
-    """``["steps=200", "method=exact"]`` → ``{"steps": 200, "method": "exact"}`` (ints, floats, booleans, strings)."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
-            raise FairschedError(f"--param {pair!r}: expected KEY=VALUE")
-        value: Any = text
-        if text.lower() in ("true", "false"):
-            value = text.lower() == "true"
-        else:
-            for convert in (int, float):
-                try:
-                    value = convert(text)
-                    break
-                except ValueError:
-                    continue
-        params[key.strip().replace("-", "_")] = value
-    return params
 
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:

@@ -17,16 +17,16 @@ anything else          :class:`GreedyPricing` (certified bound)    no
 
 from __future__ import annotations
 
-from solvers import count_k_subsets
+from fairsched.solvers import count_k_subsets
 
-from fairsched.pricing.accuracy import AccuracyPricing
-from fairsched.pricing.base import PricingOracle
-from fairsched.pricing.coverage import CoveragePricing
-from fairsched.pricing.enumeration import EnumerationPricing
-from fairsched.pricing.facility_location import FacilityLocationPricing
-from fairsched.pricing.greedy import GreedyPricing
-from fairsched.pricing.initial import initial_pool, systematic_sets
-from fairsched.pricing.modular import ModularPricing
+from fairsched.lp.pricing.accuracy import AccuracyPricing
+from fairsched.lp.pricing.base import PricingOracle
+from fairsched.lp.pricing.coverage import CoveragePricing
+from fairsched.lp.pricing.enumeration import EnumerationPricing
+from fairsched.lp.pricing.facility_location import FacilityLocationPricing
+from fairsched.lp.pricing.greedy import GreedyPricing
+from fairsched.lp.pricing.initial import initial_pool, systematic_sets
+from fairsched.lp.pricing.modular import ModularPricing
 from fairsched.utilities import AccuracyUtility, Coverage, FacilityLocation, Modular
 from fairsched.utilities.base import SetFunction
 

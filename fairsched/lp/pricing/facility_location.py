@@ -13,7 +13,7 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from fairsched.pricing.milp import MilpPricing
+from fairsched.lp.pricing.milp import MilpPricing
 from fairsched.utilities.facility_location import FacilityLocation
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairsched.pricing.base import PricingOracle, ranked
+from fairsched.lp.pricing.base import PricingOracle, ranked
 from fairsched.utilities.modular import Modular
-from solvers.colgen import PricingResult
+from fairsched.solvers.colgen import PricingResult
 
 
 class ModularPricing(PricingOracle):

@@ -1,7 +1,7 @@
 """The pricing interface: ``max_{|S|=k} f(S) + λ(S)`` for the dual prices λ of the master LP.
 
 A pricing oracle is a callable ``oracle(lam) -> PricingResult`` (see
-:class:`solvers.colgen.PricingResult`) with two attributes: ``name``, used in the method
+:class:`fairsched.solvers.colgen.PricingResult`) with two attributes: ``name``, used in the method
 string of :func:`fairsched.optimum`, and ``exact``, true when every answer attains the
 maximum (its ``upper_bound`` equals the best value it returns).
 """
@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from solvers.colgen import PricingResult
+from fairsched.solvers.colgen import PricingResult
 
 #: relative tolerance at which an upper bound counts as equal to the best value found
 EXACT_RTOL = 1e-12

@@ -48,10 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairsched.pricing.base import EXACT_RTOL, PricingOracle, ranked
+from fairsched.lp.pricing.base import EXACT_RTOL, PricingOracle, ranked
 from fairsched.utilities.accuracy import AccuracyUtility
-from solvers import k_subset_masks
-from solvers.colgen import PricingResult
+from fairsched.solvers import k_subset_masks
+from fairsched.solvers.colgen import PricingResult
 
 #: items × states a DP table may have before the node is branched on instead
 DP_WORK_LIMIT = 30_000_000

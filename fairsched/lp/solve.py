@@ -7,9 +7,9 @@ columns can be restricted to the ``C(n, k)`` sets of size exactly ``k``. The dua
 ``λ_u >= 0`` of the fairness rows are the utility lost per unit of ``r_u``.
 
 Two methods: **enumeration** builds all ``C(n, k)`` columns and solves the LP once;
-**column generation** (:func:`solvers.colgen.column_generation`) grows a pool from a
-feasible start (:func:`fairsched.pricing.initial_pool`) with the pricing oracle of
-:func:`fairsched.pricing.pricing_for`, and certifies its answer with the Lagrangian bound
+**column generation** (:func:`fairsched.solvers.colgen.column_generation`) grows a pool from a
+feasible start (:func:`fairsched.lp.pricing.initial_pool`) with the pricing oracle of
+:func:`fairsched.lp.pricing.pricing_for`, and certifies its answer with the Lagrangian bound
 ``U_opt <= max_{|S|=k}[f(S) + λ(S)] − λ·r``.
 """
 
@@ -22,11 +22,11 @@ from typing import Any, Callable
 import numpy as np
 
 from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
-from fairsched.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.problem import Problem
-from solvers import (InfeasibleLPError, TooManyColumnsError, count_k_subsets, k_subset_masks,
+from fairsched.solvers import (InfeasibleLPError, TooManyColumnsError, count_k_subsets, k_subset_masks,
                      solve_distribution_lp)
-from solvers.colgen import column_generation, relative_gap
+from fairsched.solvers.colgen import column_generation, relative_gap
 
 DEFAULT_MAX_COLUMNS = 1_000_000
 #: ``method="auto"`` enumerates up to this many k-sets and uses column generation above.
@@ -106,7 +106,7 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
     method : {"auto", "enumeration", "column-generation"}
         ``auto`` enumerates when ``C(n, k) <= min(ENUMERATION_THRESHOLD, max_columns)``,
         when ``backend="cvxpy"``, or when the pricing would be heuristic (no exact oracle
-        for the utility, see :func:`fairsched.pricing.has_exact_pricing`) and
+        for the utility, see :func:`fairsched.lp.pricing.has_exact_pricing`) and
         ``C(n, k) <= max_columns``; it uses column generation otherwise.
     gap : float
         Relative gap ``(upper_bound − value) / |value|`` at which column generation stops.
@@ -122,7 +122,7 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
     backend : {"highs", "cvxpy"}
         LP solver for enumeration; column generation always uses HiGHS.
     pricing : str
-        Pricing oracle for column generation (:func:`fairsched.pricing.pricing_for`).
+        Pricing oracle for column generation (:func:`fairsched.lp.pricing.pricing_for`).
     """
     if method not in METHODS:
         raise FairschedError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")

@@ -3,7 +3,7 @@
 Writes ``results.csv`` (deterministic columns, byte-identical for any ``--jobs`` and
 backend), ``timings.csv``, ``results.md`` and, with matplotlib, ``ratio.png``,
 ``fairness_slack.png``, ``max_debt.png`` and ``seconds.png`` into ``--out``. Progress goes
-to stderr (``--quiet`` silences it). ``python -m fairsched.cli_bench ARGS`` runs the same
+to stderr (``--quiet`` silences it). ``python -m fairsched.cli.bench ARGS`` runs the same
 command without the ``fairsched`` entry point.
 """
 
@@ -23,7 +23,7 @@ from fairsched.bench.plots import plot_sweep
 from fairsched.bench.report import write_report
 from fairsched.errors import FairschedError
 from fairsched.experiments.common import log as progress_log
-from fairsched.experiments.seed003 import PAPER_POLICIES
+from fairsched.policies import PAPER_POLICIES
 
 DEFAULT_POLICIES = ",".join((*PAPER_POLICIES, "lp-sequenced"))
 DEFAULT_ROUNDS = 10_000
@@ -149,7 +149,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``fairsched bench`` without the main entry point: same parser, same exit codes."""
-    from fairsched import cli
+    from fairsched.cli import app as cli
 
     parser = cli._Parser(prog="fairsched")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=cli._Parser)

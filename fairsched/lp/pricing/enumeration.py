@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairsched.pricing.base import PricingOracle
+from fairsched.lp.pricing.base import PricingOracle
 from fairsched.utilities.base import SetFunction
-from solvers import k_subset_masks
-from solvers.colgen import PricingResult
+from fairsched.solvers import k_subset_masks
+from fairsched.solvers.colgen import PricingResult
 
 
 class EnumerationPricing(PricingOracle):
