@@ -56,3 +56,11 @@ class TooLargeError(FairschedError):
 
 class CheckpointError(FairschedError):
     """A saved state is corrupted, truncated, of another version, or of another problem."""
+
+
+class MissingDependencyError(FairschedError):
+    """An optional dependency (an extra) is needed for what was asked and is not installed."""
+
+
+class SolverFailedError(FairschedError):
+    """A solver stopped without an answer (for example at a time limit too short to finish)."""

@@ -1,4 +1,4 @@
-"""A small math-programming layer: numbers in, numbers out.
+"""A small math-programming layer: numbers in, numbers out (installed as ``fairsched.solvers``).
 
 The distribution LP over columns S (boolean ``members`` rows, values f(S)) with
 fairness floors r::
@@ -6,30 +6,45 @@ fairness floors r::
     U_opt = max sum_S p_S f(S)  s.t.  sum_{S ∋ u} p_S >= r_u,  sum_S p_S = 1,  p >= 0
 
 solved over all columns (``solve_distribution_lp``) or by column generation with a
-pricing callback (``column_generation``).
+pricing callback (``column_generation``). It imports nothing else of fairsched. Names are
+loaded on first use, so importing the package does not load HiGHS or SciPy's optimiser.
 """
 
-from .colgen import ColumnGenerationResult, PricingResult, column_generation
-from .columns import count_k_subsets, k_subset_masks
-from .cvxpy_model import DistributionModel, build_cvxpy_model, solve_with_cvxpy
-from .errors import InfeasibleLPError, SolverError, TooManyColumnsError
-from .grouped import GroupedLPResult, solve_grouped_distribution_lp
-from .lp import DistributionLPResult, solve_distribution_lp
+from __future__ import annotations
 
-__all__ = [
-    "ColumnGenerationResult",
-    "PricingResult",
-    "column_generation",
-    "DistributionLPResult",
-    "DistributionModel",
-    "GroupedLPResult",
-    "InfeasibleLPError",
-    "SolverError",
-    "TooManyColumnsError",
-    "build_cvxpy_model",
-    "count_k_subsets",
-    "k_subset_masks",
-    "solve_distribution_lp",
-    "solve_grouped_distribution_lp",
-    "solve_with_cvxpy",
-]
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "ColumnGenerationResult": "colgen",
+    "PricingResult": "colgen",
+    "column_generation": "colgen",
+    "relative_gap": "colgen",
+    "count_k_subsets": "columns",
+    "k_subset_masks": "columns",
+    "DistributionModel": "cvxpy_model",
+    "build_cvxpy_model": "cvxpy_model",
+    "solve_with_cvxpy": "cvxpy_model",
+    "InfeasibleLPError": "errors",
+    "SolverError": "errors",
+    "TooManyColumnsError": "errors",
+    "GroupedLPResult": "grouped",
+    "solve_grouped_distribution_lp": "grouped",
+    "DistributionLPResult": "lp",
+    "solve_distribution_lp": "lp",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

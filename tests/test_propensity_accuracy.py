@@ -10,10 +10,10 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairsched.errors import InstanceError
+from fairsched.errors import FairschedError, InstanceError
 from fairsched.utilities import (UTILITY_KINDS, AccuracyUtility, PropensityWeightedAccuracy,
                                  check_submodular, utility_from_config)
-from fairsched.utilities.propensity_accuracy import ipw_shares
+from fairsched.propensity import ipw_shares
 
 
 def instance(seed: int = 0, n: int = 9, J: int = 3, transfer: float = 0.2, **curve):
@@ -162,11 +162,11 @@ def test_ipw_shares_helper():
     p = np.array([0.5, 0.5, 0.1, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(ipw_shares(labels, p), np.array([4, 10, 3]) / 17)
     np.testing.assert_allclose(ipw_shares(labels, np.ones(6)), [2 / 6, 1 / 6, 3 / 6])
-    with pytest.raises(InstanceError, match="propensities"):
+    with pytest.raises(FairschedError, match="propensities"):
         ipw_shares(labels, [0.5, 0.5, 0.0, 1, 1, 1])
-    with pytest.raises(InstanceError, match="labels"):
+    with pytest.raises(FairschedError, match="labels"):
         ipw_shares([0, 5], [0.5, 0.5], strata=3)
-    with pytest.raises(InstanceError, match="propensities"):
+    with pytest.raises(FairschedError, match="propensities"):
         ipw_shares(labels, p[:-1])
     f = PropensityWeightedAccuracy(np.ones((6, 3)) * 10, ipw_shares(labels, p))
     assert f.shares.sum() == pytest.approx(1)

@@ -35,7 +35,7 @@ from fairsched.fl.model import ClientData, Objective, sigmoid
 from fairsched.fl.training import TrainConfig, train
 from fairsched.propensity import fit_enrollment
 from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
-from fairsched.utilities.propensity_accuracy import ipw_shares
+from fairsched.propensity import ipw_shares
 
 STRATA = ("urban", "suburban", "rural")
 

@@ -26,6 +26,7 @@ import numpy as np
 import tomli_w
 
 from fairsched.atomic import atomic_write
+from fairsched.instances.bundled import bundled_bytes, bundled_names, is_bundled_name
 from fairsched.errors import InfeasibleError, InstanceError
 from fairsched.problem import Problem
 from fairsched.utilities import utility_from_config
@@ -34,31 +35,55 @@ TOP_KEYS = {"name", "k", "rounds", "workers", "utility"}
 WORKER_KEYS = {"ids", "r", "r_base", "beta", "availability"}
 
 
-def read_table(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Parse an instance file into a dict; unreadable or malformed TOML is an InstanceError."""
-    source = str(path)
+def read_instance_bytes(instance: str | os.PathLike[str]) -> bytes:
+    """The bytes of an instance: a file path, or the name of a bundled instance (``"paper"``).
+
+    A path that exists wins over a bundled name. Read once, so a pipe (``/dev/stdin``) works;
+    unreadable files are an :class:`InstanceError` naming the file.
+    """
+    source = os.fspath(instance)
+    if is_bundled_name(source):
+        return bundled_bytes(source)
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        with open(source, "rb") as handle:
+            return handle.read()
     except FileNotFoundError:
-        raise InstanceError("no such file", source=source) from None
+        names = ", ".join(bundled_names())
+        raise InstanceError(f"no such file (nor a bundled instance: {names})", source=source) from None
     except IsADirectoryError:
         raise InstanceError("is a directory, expected an instance file", source=source) from None
     except PermissionError:
         raise InstanceError("permission denied", source=source) from None
+    except OSError as exc:
+        raise InstanceError(f"cannot be read: {exc.strerror or exc}", source=source) from None
+
+
+def parse_table(data: bytes, source: str | None = None) -> dict[str, Any]:
+    """Parse instance TOML bytes into a dict; non-UTF-8 or malformed TOML is an InstanceError."""
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise InstanceError("not a UTF-8 text file", source=source) from None
     except tomllib.TOMLDecodeError as exc:
         raise InstanceError(f"malformed TOML: {exc}", source=source) from None
 
 
-def load_instance(path: str | os.PathLike[str], beta: float | None = None) -> Problem:
-    """Load an instance file as a :class:`Problem`.
+def read_table(instance: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse an instance file (or a bundled instance, by name) into a dict."""
+    return parse_table(read_instance_bytes(instance), source=os.fspath(instance))
+
+
+def load_instance(instance: str | os.PathLike[str], beta: float | None = None) -> Problem:
+    """Load an instance file, or a bundled instance by name, as a :class:`Problem`.
 
     ``beta`` overrides the file's ``workers.beta`` (the file must then give ``r_base``),
-    which is how the seed-003 sweeps ``r = β·r_base`` are run.
+    which is how the ``r = β·r_base`` sweeps of Li, Liu and Ji are run.
+
+    >>> problem = load_instance("paper")
+    >>> problem.n, problem.k
+    (10, 6)
     """
-    return problem_from_table(read_table(path), source=str(path), beta=beta)
+    return problem_from_table(read_table(instance), source=os.fspath(instance), beta=beta)
 
 
 def problem_from_table(table: dict[str, Any], source: str | None = None, beta: float | None = None) -> Problem:

@@ -5,7 +5,7 @@ it favours whoever holds the most data, which under selection bias means the
 over-enrolled part of the population. Here the population is split into strata
 ``j = 1..J`` with population shares ``π_j`` (from a census, or estimated by IPW, seed
 000/001 §2B: ``π̂_j = Σ_{i∈stratum j} 1/p̂_i / Σ_i 1/p̂_i`` over the enrolled units ``i`` with
-inclusion propensities ``p̂_i``, :func:`ipw_shares`).
+inclusion propensities ``p̂_i``, :func:`fairsched.propensity.ipw_shares`).
 
 Derivation. The target-population accuracy of a model is the expectation of per-example
 accuracy over the population, which by the law of total expectation is the share-weighted
@@ -35,25 +35,10 @@ from typing import Any, Self
 import numpy as np
 
 from fairsched.errors import InstanceError
-from fairsched.propensity.errors import PropensityError
-from fairsched.propensity.ipw import ipw_shares as _ipw_shares
 from fairsched.utilities.base import SetFunction, as_index_set
 from fairsched.utilities.validation import as_masks, check_number, check_vector, read_table, row_chunks
 
 SHARE_TOLERANCE = 1e-9
-
-
-def ipw_shares(labels: Any, propensities: Any, strata: int | None = None) -> np.ndarray:
-    """IPW estimate of stratum shares from enrolled units' stratum labels and propensities.
-
-    ``π̂_j = Σ_{i: s_i = j} 1/p̂_i / Σ_i 1/p̂_i`` (Hájek; seed 000/001 §2B). Labels are
-    ``0..J−1``; bad input raises :class:`InstanceError` naming ``labels`` or ``propensities``.
-    """
-    try:
-        return _ipw_shares(labels, propensities, strata)
-    except PropensityError as exc:
-        key = "propensities" if "propensit" in str(exc) else "labels"
-        raise InstanceError(str(exc).split(": ", 1)[-1], key=key) from None
 
 
 def _per_stratum(value: Any, key: str, J: int, **sign: bool) -> np.ndarray:
@@ -75,7 +60,7 @@ class PropensityWeightedAccuracy(SetFunction):
     sizes : (n, J) array
         ``L_{u,j}``: examples of stratum ``j`` held by worker ``u`` (row per worker).
     shares : (J,) array
-        Population shares ``π_j`` (nonnegative, summing to 1); see :func:`ipw_shares`.
+        Population shares ``π_j`` (nonnegative, summing to 1); see :func:`fairsched.propensity.ipw_shares`.
     transfer : float
         ``τ ∈ [0, 1]``, how much data of other strata helps stratum ``j``.
     a, b, c : float or (J,) array
