@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "problem_from_table": "fairsched.instances.io",
     "save_instance": "fairsched.instances.io",
     "bundled_names": "fairsched.instances.bundled",
-    "Optimum": "fairsched.lp.solve",
+    "Optimum": "fairsched.lp.result",
     "optimum": "fairsched.lp.solve",
     "POLICIES": "fairsched.policies.registry",
     "make_policy": "fairsched.policies.registry",
@@ -74,7 +74,8 @@ if TYPE_CHECKING:  # static analysers see the real names
                                   MissingDependencyError, PolicyError, TooLargeError)
     from fairsched.instances.bundled import bundled_names
     from fairsched.instances.io import load_instance, problem_from_table, save_instance
-    from fairsched.lp.solve import Optimum, optimum
+    from fairsched.lp.result import Optimum
+    from fairsched.lp.solve import optimum
     from fairsched.metrics import Report, evaluate
     from fairsched.policies.base import Policy
     from fairsched.policies.fairdg import FairDG

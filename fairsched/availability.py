@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from fairsched.errors import InfeasibleError, InstanceError, TooLargeError
+from fairsched.results import Result
 
 EXHAUSTIVE_LIMIT = 12
 
@@ -73,8 +74,12 @@ class Availability:
 
 
 @dataclass(frozen=True)
-class FeasibilityReport:
-    """Whether the floors can be met under an availability model, and if not, why."""
+class FeasibilityReport(Result):
+    """Whether the floors can be met under an availability model, and if not, why.
+
+    ``status`` is ``"feasible"`` or ``"infeasible"``; ``success`` means the check ran;
+    ``message`` is ``reason``, or a sentence when feasible.
+    """
 
     feasible: bool
     group: tuple[int, ...] = ()
@@ -82,6 +87,13 @@ class FeasibilityReport:
     capacity: float = 0.0
     reason: str = ""
     details: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "feasible" if self.feasible else "infeasible")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", self.reason or "the floors can be met under this availability")
 
     def __bool__(self) -> bool:
         return self.feasible

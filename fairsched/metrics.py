@@ -13,20 +13,32 @@ an iterator of chunks, for schedules too long to hold in memory.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Union
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol, Union
 
 import numpy as np
 
+from fairsched.errors import FairschedError
 from fairsched.problem import Problem
+from fairsched.results import Result
 from fairsched.schedule import Schedule
 
 CHUNK_CELLS = 1 << 22  # rounds × workers per chunk: about 4 MB of booleans
 
 
+class HasValue(Protocol):
+    """Anything with a ``value``, such as :class:`fairsched.lp.Optimum`."""
+
+    value: float
+
+
 @dataclass(frozen=True)
-class Report:
-    """What :func:`evaluate` measures; ``optimum`` and ``ratio`` are ``None`` without ``U_opt``."""
+class Report(Result):
+    """What :func:`evaluate` measures; ``optimum`` and ``ratio`` are ``None`` without ``U_opt``.
+
+    ``status`` is ``"evaluated"``; ``message`` summarises ratio, slack and debt.
+    """
 
     rounds: int
     time_average_utility: float
@@ -39,7 +51,7 @@ class Report:
 
     def as_dict(self, ids: tuple[str, ...] | None = None) -> dict[str, Any]:
         """JSON-ready dict; per-worker arrays become ``{id: value}`` maps."""
-        data = asdict(self)
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         names = ids if ids is not None else tuple(str(i) for i in range(self.selection_fraction.size))
         data["selection_fraction"] = {w: float(f) for w, f in zip(names, self.selection_fraction)}
         data["worker_max_debt"] = {w: float(d) for w, d in zip(names, self.worker_max_debt)}
@@ -56,8 +68,28 @@ def set_values(problem: Problem, masks: np.ndarray) -> np.ndarray:
     return problem.utility.values(distinct)[inverse.reshape(-1)]
 
 
-def evaluate(schedule: Schedule, problem: Problem, optimum: float | None = None) -> Report:
-    """Measure ``schedule`` on ``problem``; ``optimum`` is ``U_opt`` if known."""
+def optimum_value(optimum: float | HasValue | None) -> float | None:
+    """``U_opt`` as a float from a number, an :class:`~fairsched.lp.Optimum` (its ``value``) or ``None``."""
+    if optimum is None:
+        return None
+    value = getattr(optimum, "value", optimum)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise FairschedError(f"optimum must be a number or an Optimum, got {type(optimum).__name__}")
+    return float(value)
+
+
+def evaluate(schedule: Schedule, problem: Problem, optimum: float | HasValue | None = None) -> Report:
+    """Measure ``schedule`` on ``problem``; ``optimum`` is ``U_opt`` (a number or an ``Optimum``) if known.
+
+    Examples
+    --------
+    >>> import fairsched as fs
+    >>> problem = fs.load_instance("paper")
+    >>> schedule = fs.run(problem, "fairdg", rounds=1000)
+    >>> report = fs.evaluate(schedule, problem, fs.optimum(problem))
+    >>> report.max_debt < 1, report.fairness_slack >= 0, round(report.ratio, 3)
+    (True, True, 0.999)
+    """
     if schedule.n != problem.n:
         raise ValueError(f"schedule has {schedule.n} workers, problem {problem.n}")
     if schedule.rounds == 0:
@@ -69,7 +101,7 @@ def evaluate(schedule: Schedule, problem: Problem, optimum: float | None = None)
 Chunk = Union[Schedule, np.ndarray]
 
 
-def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | None = None) -> Report:
+def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | HasValue | None = None) -> Report:
     """:func:`evaluate` of the schedule whose consecutive rounds ``chunks`` yields, holding one chunk at a time.
 
     Each chunk is a :class:`Schedule` on ``problem.n`` workers (CSR: ``O(Σ|S_t|)`` memory) or a
@@ -84,6 +116,8 @@ def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | 
     ``O(T·n)``: between two selections of ``u`` its debt ``r_u·t − N_u(t)`` only grows, so its
     maximum is reached in the round before a selection or in the last round of a block.
     """
+    start_time = time.perf_counter()
+    optimum = optimum_value(optimum)
     n = problem.n
     r = np.asarray(problem.r, dtype=np.float64)
     block = max(1, CHUNK_CELLS // max(n, 1))
@@ -111,15 +145,20 @@ def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | 
     time_average = acc.total / T
     fraction = acc.counts / T
     ratio = None if optimum is None or optimum <= 0 else time_average / optimum
+    slack, debt = float((fraction - r).min()), float(worker_max_debt.max())
+    ratio_text = "n/a" if ratio is None else f"{ratio:.6f}"
     return Report(
         rounds=T,
         time_average_utility=time_average,
         optimum=optimum,
         ratio=ratio,
         selection_fraction=fraction,
-        fairness_slack=float((fraction - r).min()),
-        max_debt=float(worker_max_debt.max()),
+        fairness_slack=slack,
+        max_debt=debt,
         worker_max_debt=worker_max_debt,
+        status="evaluated",
+        message=f"{T:,} rounds: ratio {ratio_text}, fairness slack {slack:+.4g}, max debt {debt:.4g}",
+        seconds=time.perf_counter() - start_time,
     )
 
 

@@ -31,7 +31,10 @@ _EXPORTS: dict[str, str] = {
     "GroupedLPResult": "grouped",
     "solve_grouped_distribution_lp": "grouped",
     "DistributionLPResult": "lp",
+    "new_highs": "lp",
+    "set_option": "lp",
     "solve_distribution_lp": "lp",
+    "Result": "result",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -45,12 +45,13 @@ import numpy as np
 
 from . import lp as _lp
 from .errors import InfeasibleLPError, SolverError
+from .result import Result
 
 Progress = Callable[[int, float, float, float], None]
 
 
 @dataclass(frozen=True, eq=False)
-class PricingResult:
+class PricingResult(Result):
     """What a pricing oracle found for the duals ``lam``.
 
     ``columns`` (m, n) bool, best first (m may be 0); ``values`` (m,) their ``f(S)``;
@@ -71,14 +72,14 @@ class PricingResult:
 
 
 @dataclass(frozen=True, eq=False)
-class ColumnGenerationResult:
+class ColumnGenerationResult(Result):
     """The outcome of :func:`column_generation`.
 
     ``value`` is ``Σ p_S f(S)`` of the best feasible master solution (a lower bound on
     the LP optimum), ``upper_bound`` the best certified upper bound, ``gap`` the relative
-    gap ``(upper_bound − value) / max(|value|, 1e-12)``.  ``members`` (m, n) and
+    gap ``(upper_bound − value) / max(|value|, 1e-12)`` and ``absolute_gap`` the difference.  ``members`` (m, n) and
     ``values`` (m,) are the support columns and their ``f``, ``probabilities`` (m,) their
-    weights (summing to 1).  ``fairness_duals`` λ and ``convexity_dual`` μ are the final
+    weights (summing to 1).  ``fairness_price`` λ and ``convexity_dual`` μ are the final
     master's duals.  ``history`` holds ``(iteration, lower, upper, columns in pool)``;
     ``lower`` is ``-inf`` while artificial slack is still used (iteration 0 records the
     dual guesses).  ``status`` is ``"optimal"`` (gap reached), ``"converged"`` (no column
@@ -94,15 +95,18 @@ class ColumnGenerationResult:
     probabilities: np.ndarray
     members: np.ndarray
     values: np.ndarray
-    fairness_duals: np.ndarray
+    fairness_price: np.ndarray
     convexity_dual: float
     iterations: int
-    seconds: float
     history: list[tuple[int, float, float, int]] = field(repr=False)
-    status: str
     columns: int
     pricing_exact: bool
     big_m: float
+
+    @property
+    def absolute_gap(self) -> float:
+        """``upper_bound − value`` (at least 0)."""
+        return max(0.0, self.upper_bound - self.value)
 
 
 def relative_gap(lower: float, upper: float) -> float:
@@ -121,10 +125,10 @@ class _Master:
     def __init__(self, r: np.ndarray, big_m: float, tol: float):
         self.n = r.size
         self.r = r
-        self.h = _lp._new_highs()
+        self.h = _lp.new_highs()
         for name, value in (("primal_feasibility_tolerance", tol), ("dual_feasibility_tolerance", tol),
                             ("solver", "simplex"), ("simplex_strategy", 4), ("presolve", "off")):
-            _lp._set_option(self.h, name, value)
+            _lp.set_option(self.h, name, value)
         n = self.n
         inf = highspy.kHighsInf
         status = self.h.passModel(
@@ -402,16 +406,28 @@ def column_generation(
         probabilities=probabilities,
         members=support,
         values=master.values[keep],
-        fairness_duals=lam,
+        fairness_price=lam,
         convexity_dual=mu,
         iterations=iteration,
-        seconds=time.perf_counter() - start,
         history=history,
-        status=status,
         columns=master.size,
         pricing_exact=all_exact,
         big_m=penalty,
+        status=status,
+        success=status == "optimal" or (status == "converged" and all_exact),
+        message=_message(status, all_exact, best_lower, best_upper, iteration),
+        seconds=time.perf_counter() - start,
     )
+
+
+def _message(status: str, exact: bool, lower: float, upper: float, iterations: int) -> str:
+    gap = relative_gap(lower, upper)
+    why = {"optimal": "the requested gap was reached",
+           "converged": "no column prices out" + ("" if exact else " (the pricing is heuristic)"),
+           "iteration-limit": "the iteration limit was reached",
+           "time-limit": "the time limit was reached"}.get(status, status)
+    return (f"column generation stopped after {iterations} iterations because {why}: "
+            f"value {lower:.10g}, certified upper bound {upper:.10g}, relative gap {gap:.2g}")
 
 
 def _entering(result: PricingResult, lam: np.ndarray, mu: float,

@@ -109,7 +109,7 @@ def solve_with_cvxpy(
         values=values,
         r=r,
         primal=np.asarray(model.p.value, dtype=float),
-        fairness_duals=lam,
+        fairness_price=lam,
         convexity_dual=float(np.asarray(model.convexity.dual_value).reshape(())),
         status=status,
         backend=f"cvxpy:{solver}",

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .errors import InfeasibleLPError, SolverError
+from .result import Result
 
 
 @dataclass(frozen=True)
-class GroupedLPResult:
-    """Optimum of the grouped LP: value, per-column probabilities (within their group), duals."""
+class GroupedLPResult(Result):
+    """Optimum of the grouped LP: value, per-column probabilities (within their group), prices λ."""
 
     value: float
     probabilities: np.ndarray
-    fairness_duals: np.ndarray
+    fairness_price: np.ndarray
 
 
 def solve_grouped_distribution_lp(values: np.ndarray, members: np.ndarray, groups: np.ndarray,
@@ -38,6 +41,7 @@ def solve_grouped_distribution_lp(values: np.ndarray, members: np.ndarray, group
     ``groups[j]`` is the group of column ``j`` (``0..G-1``, every group non-empty) and
     ``weights[g]`` its weight (summing to 1).
     """
+    start = time.perf_counter()
     values = np.asarray(values, dtype=float)
     members = np.asarray(members, dtype=bool)
     groups = np.asarray(groups, dtype=np.int64)
@@ -59,4 +63,5 @@ def solve_grouped_distribution_lp(values: np.ndarray, members: np.ndarray, group
     if res.status != 0:
         raise SolverError(f"HiGHS: {res.message}")
     return GroupedLPResult(value=float(-res.fun), probabilities=np.clip(res.x, 0, None),
-                           fairness_duals=np.maximum(-res.ineqlin.marginals, 0.0))
+                           fairness_price=np.maximum(-res.ineqlin.marginals, 0.0), status="optimal",
+                           message=f"HiGHS: {res.message}", seconds=time.perf_counter() - start)

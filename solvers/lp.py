@@ -23,16 +23,17 @@ import highspy
 import numpy as np
 
 from .errors import InfeasibleLPError, SolverError
+from .result import Result
 
 Backend = Literal["highs", "cvxpy"]
 
 
 @dataclass(frozen=True, eq=False)
-class DistributionLPResult:
+class DistributionLPResult(Result):
     """Optimal solution of the distribution LP, primal and dual.
 
     ``value`` = U_opt = sum_S p_S f(S); ``probabilities`` = p (m,), non-negative and
-    summing to 1; ``fairness_duals`` = lambda (n,) >= 0, the marginal loss of U_opt per
+    summing to 1; ``fairness_price`` = lambda (n,) >= 0, the marginal loss of U_opt per
     unit increase of r_u; ``convexity_dual`` = mu; ``dual_bound`` = mu - r . lambda,
     which equals ``value`` at an optimum (strong duality).  ``seconds`` is the wall-clock
     time spent building and solving the model.
@@ -40,12 +41,10 @@ class DistributionLPResult:
 
     value: float
     probabilities: np.ndarray
-    fairness_duals: np.ndarray
+    fairness_price: np.ndarray
     convexity_dual: float
-    status: str
     backend: str
     iterations: int | None
-    seconds: float
     dual_bound: float
 
     def support(self, tol: float = 1e-12) -> np.ndarray:
@@ -157,7 +156,7 @@ def make_result(
     values: np.ndarray,
     r: np.ndarray,
     primal: np.ndarray,
-    fairness_duals: np.ndarray,
+    fairness_price: np.ndarray,
     convexity_dual: float,
     status: str,
     backend: str,
@@ -174,24 +173,27 @@ def make_result(
     if not total > 0:
         raise SolverError(f"{backend} returned a primal solution that sums to {total}")
     p /= total
-    lam = np.clip(np.asarray(fairness_duals, dtype=float), 0.0, None)
+    lam = np.clip(np.asarray(fairness_price, dtype=float), 0.0, None)
     mu = float(convexity_dual)
     p.setflags(write=False)
     lam.setflags(write=False)
     return DistributionLPResult(
         value=float(values @ p),
         probabilities=p,
-        fairness_duals=lam,
+        fairness_price=lam,
         convexity_dual=mu,
-        status=status,
         backend=backend,
         iterations=iterations,
-        seconds=seconds,
         dual_bound=mu - float(r @ lam),
+        status=status,
+        success=status == "optimal",
+        message=f"{backend}: {status}, value {float(values @ p):.10g}",
+        seconds=seconds,
     )
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
+    """A silent HiGHS instance (no banner on stdout, ``output_flag`` off)."""
     # highspy.Highs() prints the HiGHS banner to stdout before any option can be set;
     # the bare pybind class does not, and the callback machinery is unused here.
     cls = getattr(highspy, "_Highs", highspy.Highs)
@@ -200,7 +202,8 @@ def _new_highs() -> highspy.Highs:
     return h
 
 
-def _set_option(h: highspy.Highs, name: str, value: object) -> None:
+def set_option(h: highspy.Highs, name: str, value: object) -> None:
+    """Set a HiGHS option; ``ValueError`` if HiGHS rejects it."""
     if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:
         raise ValueError(f"HiGHS rejected option {name} = {value!r}")
 
@@ -215,18 +218,18 @@ def _solve_highs(
 ) -> DistributionLPResult:
     start_time = time.perf_counter()
     m, n = members.shape
-    h = _new_highs()
-    _set_option(h, "primal_feasibility_tolerance", tol)
-    _set_option(h, "dual_feasibility_tolerance", tol)
+    h = new_highs()
+    set_option(h, "primal_feasibility_tolerance", tol)
+    set_option(h, "dual_feasibility_tolerance", tol)
     # Primal simplex returns a basic optimum (support <= n + 1) and, on these wide LPs
     # (few rows, up to ~10^6 columns), is 5-15x faster than dual simplex or IPM; HiGHS
     # presolve only costs time here (measured: n=20, k=10 takes 7.7 s with the
     # defaults, 0.5 s like this).
-    _set_option(h, "solver", "simplex")
-    _set_option(h, "simplex_strategy", 4)
-    _set_option(h, "presolve", "off")
+    set_option(h, "solver", "simplex")
+    set_option(h, "simplex_strategy", 4)
+    set_option(h, "presolve", "off")
     if time_limit is not None:
-        _set_option(h, "time_limit", float(time_limit))
+        set_option(h, "time_limit", float(time_limit))
 
     # Column S has a 1 in the row of every u in S and in the convexity row n; the
     # row-major flat positions of the augmented matrix are exactly CSC order.
@@ -291,7 +294,7 @@ def _solve_highs(
         values=values,
         r=r,
         primal=np.asarray(solution.col_value),
-        fairness_duals=-row_dual[:n],
+        fairness_price=-row_dual[:n],
         convexity_dual=float(row_dual[n]),
         status="optimal",
         backend="highs",

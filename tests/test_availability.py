@@ -118,8 +118,29 @@ def test_availability_lp_reduces_to_the_plain_lp_when_everyone_is_available():
 
     problem = load_instance(INSTANCES / "paper.toml")
     full = availability_optimum(problem, Availability(probabilities=np.ones(problem.n)))
-    assert full.value == pytest.approx(optimum(problem).value, abs=1e-9)
-    assert full.patterns == 1
+    plain = optimum(problem)
+    assert full.value == pytest.approx(plain.value, abs=1e-9)
+    assert "over 1 patterns" in full.message and full.status == "optimal" and full.success
+    # the mixture's marginals meet the floors
+    masks = np.zeros((len(full.support), problem.n))
+    for j, S in enumerate(full.support):
+        masks[j, S] = 1
+    assert (full.probabilities @ masks >= problem.r - 1e-7).all()
+    assert full.probabilities.sum() == pytest.approx(1.0)
+
+
+def test_optimum_honours_the_problems_availability():
+    from dataclasses import replace
+
+    from fairsched.instances import load_instance
+    from fairsched.lp.availability import availability_optimum
+    from fairsched.lp.solve import optimum
+
+    problem = load_instance(INSTANCES / "paper.toml")
+    a = np.full(problem.n, 0.9)
+    under = optimum(replace(problem, availability=a))
+    assert under.value == pytest.approx(availability_optimum(problem, Availability(probabilities=a)).value)
+    assert under.value < optimum(problem).value - 1e-6 and under.method.startswith("availability")
 
 
 def test_availability_lp_without_floors_is_the_expected_best_available_set():

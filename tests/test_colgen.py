@@ -169,11 +169,18 @@ def test_time_limit_returns_certified_bounds():
     check_distribution(opt, problem)
 
 
-def test_gap_and_relative_gap():
+def test_gap_is_relative_everywhere_and_absolute_gap_is_the_difference():
     problem = load_instance(INSTANCES / "coverage.toml")
     opt = optimum(problem, method="column-generation", gap=0.05, pricing="greedy")
-    assert opt.gap == pytest.approx(opt.upper_bound - opt.value)
-    assert opt.relative_gap == pytest.approx(opt.gap / abs(opt.value))
+    assert opt.absolute_gap == pytest.approx(opt.upper_bound - opt.value)
+    assert opt.gap == pytest.approx(opt.absolute_gap / abs(opt.value)) and opt.gap > 0
+    assert opt.relative_gap == opt.gap
+    # the stopping rule `gap=` is on the same relative gap as the result's
+    assert opt.gap <= 0.05 or opt.status != "optimal"
+    assert opt.success == (opt.status == "optimal") and opt.message and opt.seconds > 0
+    data = opt.as_dict(problem)
+    assert data["gap"] == opt.gap and data["absolute_gap"] == opt.absolute_gap
+    assert data["status"] == opt.status and data["success"] is opt.success
 
 
 # ----------------------------------------------------------------------------- pricing oracles
@@ -387,9 +394,9 @@ class _CountingHighs:
 
 
 def test_master_is_warm_started_not_rebuilt(monkeypatch):
-    original = fairsched.solvers.lp._new_highs
+    original = fairsched.solvers.lp.new_highs
     _CountingHighs.created.clear()
-    monkeypatch.setattr(fairsched.solvers.lp, "_new_highs", lambda: _CountingHighs(original()))
+    monkeypatch.setattr(fairsched.solvers.lp, "new_highs", lambda: _CountingHighs(original()))
     values, members, r = accuracy_lp(2, n=10, k=5)
     start = np.flatnonzero(members[:, :5].all(axis=1) | members[:, 5:].all(axis=1))
     result = column_generation(values[start], members[start], r, enumeration_oracle(values, members))
@@ -410,7 +417,7 @@ def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
     reference = solve_distribution_lp(values, members, r).value
     exact = enumeration_oracle(values, members)
     cheap = enumeration_oracle(values[::3], members[::3])  # a heuristic that sees a third
-    cheap_bounded = lambda lam: PricingResult(*list(cheap(lam).__dict__.values())[:2],  # noqa: E731
+    cheap_bounded = lambda lam: PricingResult(cheap(lam).columns, cheap(lam).values,  # noqa: E731
                                               exact(lam).upper_bound, False)
     start = [int(np.argmax(values))]
     for options in ({"smoothing": 0.5}, {"heuristic": cheap_bounded},

@@ -157,7 +157,7 @@ def test_monte_carlo_within_standard_errors():
         y = rng.uniform(0.05, 0.95, 10)
         y[0], y[1] = 0.0, 1.0
         exact = multilinear(f, y, method="exact")
-        mc = multilinear(f, y, method="monte-carlo", samples=20_000, rng=i)
+        mc = multilinear(f, y, method="monte-carlo", samples=20_000, seed=i)
         assert mc.method == "monte-carlo"
         assert abs(mc.value - exact.value) <= 3 * mc.value_stderr
         assert mc.value_stderr > 0
@@ -173,8 +173,8 @@ def test_monte_carlo_standard_errors_shrink():
     # Standard errors shrink like 1/sqrt(samples): a 4x larger sample halves them.
     f = ConcaveModular(np.random.default_rng(2).uniform(0, 3, (3, 8)))
     y = np.linspace(0.1, 0.9, 8)
-    small = multilinear(f, y, method="monte-carlo", samples=2000, rng=0)
-    large = multilinear(f, y, method="monte-carlo", samples=8000, rng=1)
+    small = multilinear(f, y, method="monte-carlo", samples=2000, seed=0)
+    large = multilinear(f, y, method="monte-carlo", samples=8000, seed=1)
     ratio = large.gradient_stderr / small.gradient_stderr
     assert np.all((ratio > 0.4) & (ratio < 0.6)), ratio
 
@@ -214,7 +214,7 @@ def test_auto_method_choice():
     assert MultilinearOracle(acc10).method == "exact"
     assert MultilinearOracle(acc20, samples=10).method == "monte-carlo"
     assert multilinear(acc10, np.full(10, 0.5)).method == "exact"
-    assert multilinear(acc20, np.full(20, 0.5), samples=10, rng=0).method == "monte-carlo"
+    assert multilinear(acc20, np.full(20, 0.5), samples=10, seed=0).method == "monte-carlo"
     assert supported_methods(acc20) == ("exact", "monte-carlo")
     assert supported_methods(AccuracyUtility(np.ones(21) * 5)) == ("monte-carlo",)
     assert multilinear(Mixture([acc10, acc10], [1, 1]), np.full(10, 0.5)).method == "exact"

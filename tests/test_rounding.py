@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairsched.errors import FairschedError
 from fairsched.submodular.rounding import pipage_round, pipage_round_batch
 from fairsched.utilities import Coverage
 
@@ -159,7 +160,9 @@ def test_bad_draws_and_rng():
     for draws in (-1, 2.5, True):
         with pytest.raises(ValueError, match=r"draws is .*, expected an integer >= 0"):
             pipage_round_batch([0.5], draws, 0)
-    with pytest.raises(TypeError, match="Generator or an int seed"):
+    with pytest.raises(FairschedError, match="seed must be an integer >= 0, a numpy Generator or None"):
         pipage_round([0.5], "seed")
+    with pytest.raises(FairschedError, match="got -1"):
+        pipage_round_batch([0.5], 3, -1)
     # Tolerance: within 1e-12 of [0, 1] is accepted and snapped.
     assert pipage_round([1 + 1e-13, -1e-13], 0).tolist() == [0]

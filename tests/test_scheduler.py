@@ -117,7 +117,7 @@ def test_foreign_version_and_format_are_refused(tmp_path):
     with pytest.raises(CheckpointError, match="version 99 is not supported"):
         Scheduler.load(path, problem, "fairdg")
     path.write_text(json.dumps({**state, "format": "something-else"}))
-    with pytest.raises(CheckpointError, match="not a fairsched-scheduler state"):
+    with pytest.raises(CheckpointError, match="not a fairsched-state document"):
         Scheduler.load(path, problem, "fairdg")
 
 

@@ -69,7 +69,7 @@ def linprog_value(values: np.ndarray, members: np.ndarray, r: np.ndarray) -> flo
 
 
 def assert_optimal_certificate(res: DistributionLPResult, values, members, r, *, tol: float) -> None:
-    p, lam, mu = res.probabilities, res.fairness_duals, res.convexity_dual
+    p, lam, mu = res.probabilities, res.fairness_price, res.convexity_dual
     coverage = members.T.astype(float) @ p
     # primal feasibility
     assert p.min() >= 0.0
@@ -158,7 +158,7 @@ def test_cvxpy_clarabel_matches(seed: int) -> None:
     assert res.backend == "cvxpy:CLARABEL"
     assert res.value == pytest.approx(linprog_value(values, members, r), abs=1e-6)
     assert res.dual_bound == pytest.approx(res.value, abs=1e-6)
-    assert res.fairness_duals.min() >= 0.0
+    assert res.fairness_price.min() >= 0.0
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -183,7 +183,7 @@ def test_hand_solved_instance_dual_signs() -> None:
         res = solve_distribution_lp(values, members, r, backend=backend)
         assert res.value == pytest.approx(2.5, abs=1e-9)
         assert np.allclose(res.probabilities, [0.5, 0.5, 0.0], atol=1e-9)
-        assert np.allclose(res.fairness_duals, [0.0, 1.0], atol=1e-8)
+        assert np.allclose(res.fairness_price, [0.0, 1.0], atol=1e-8)
         assert res.convexity_dual == pytest.approx(3.0, abs=1e-8)
         assert res.dual_bound == pytest.approx(2.5, abs=1e-8)
     assert list(solve_distribution_lp(values, members, r).support()) == [0, 1]
@@ -230,7 +230,7 @@ def test_uncovered_worker_with_zero_floor_is_fine() -> None:
     members = k_subset_masks(4, 2)
     members = members[~members[:, 3]]
     res = solve_distribution_lp(np.arange(len(members), dtype=float), members, np.array([0.1, 0.1, 0.1, 0.0]))
-    assert res.fairness_duals[3] == 0.0
+    assert res.fairness_price[3] == 0.0
 
 
 def test_floors_above_column_size() -> None:

@@ -38,6 +38,7 @@ from fairsched.fl.errors import SimulationError
 from fairsched.fl.model import client_objective
 from fairsched.fl.population import Population, PopulationConfig, bias_strength, make_population
 from fairsched.fl.training import TrainConfig, train
+from fairsched.results import Result
 
 RULES = ("fedavg", "participation_ipw", "fedipw", "oracle_ipw", "calibration", "calibration_noisy")
 
@@ -70,8 +71,8 @@ class SeedRun:
 def _policy_selection(pop: Population, config: ExperimentConfig, rounds: int,
                       rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Scheduled sets (enrolled-client indices) and ``q̂`` per round from a fairsched policy."""
-    from fairsched.policies import make_policy
     from fairsched.problem import Problem
+    from fairsched.runtime.engine import Engine
     from fairsched.utilities import AccuracyUtility
 
     members = np.flatnonzero(pop.enrolled)
@@ -81,13 +82,13 @@ def _policy_selection(pop: Population, config: ExperimentConfig, rounds: int,
         raise SimulationError(f"k: is {k}, must be between 1 and the {n} enrolled clients")
     floor = config.floor if config.floor is not None else 0.5 * k / n
     problem = Problem(AccuracyUtility(pop.data.sizes[members]), k, np.full(n, floor))
-    policy = make_policy(config.policy)
-    policy.reset(problem, rng)
+    engine = Engine(problem, config.policy, seed=rng)
+    policy = engine.policy
     fractional = None
     chosen, probs = [], []
     for _ in range(rounds):
-        selected = policy.select()
-        policy.observe(selected)
+        selected = engine.select()
+        engine.observe()
         if fractional is None:
             fractional = policy.diagnostics(None).get("fractional_point")
         q = np.asarray(fractional)[selected] if fractional is not None else policy.counts[selected] / policy.t
@@ -173,15 +174,15 @@ def run_seed(level: str, seed: int, config: ExperimentConfig = ExperimentConfig(
 
 
 @dataclass(frozen=True)
-class ExperimentResult:
-    """``curves[s, j, r]``: excess loss of rule ``RULES[j]`` after round ``r`` in seed ``s``."""
+class ExperimentResult(Result):
+    """``curves[s, j, r]``: excess loss of rule ``RULES[j]`` after round ``r`` in seed ``s``
+    (``status`` ``"completed"``)."""
 
     level: str
     seeds: tuple[int, ...]
     rounds: int
     curves: np.ndarray
     runs: tuple[SeedRun, ...]
-    seconds: float
 
     def final(self, rule: str) -> np.ndarray:
         """Final excess loss ``F(θ_R) − F*`` of ``rule`` per seed."""
@@ -213,8 +214,10 @@ def run_experiment(level: str, seeds: int, rounds: int | None = None,
         if progress is not None:
             progress(i + 1, int(seeds), time.perf_counter() - start)
     curves = np.stack([np.stack([run.excess[rule] for rule in RULES]) for run in runs])
-    return ExperimentResult(level, tuple(r.seed for r in runs), config.train.rounds, curves,
-                            tuple(runs), time.perf_counter() - start)
+    return ExperimentResult(level, tuple(r.seed for r in runs), config.train.rounds, curves, tuple(runs),
+                            status="completed",
+                            message=f"{len(runs)} seeds of {config.train.rounds} rounds at bias {level!r}",
+                            seconds=time.perf_counter() - start)
 
 
 __all__ = ["RULES", "ExperimentConfig", "ExperimentResult", "SeedRun", "run_experiment", "run_seed"]

@@ -9,23 +9,15 @@ pattern, :func:`fairsched.solvers.solve_grouped_distribution_lp`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
 
 import numpy as np
 
 from fairsched.availability import Availability
 from fairsched.errors import InfeasibleError, TooLargeError
+from fairsched.lp.result import Optimum
+from fairsched.problem import Problem
 from fairsched.solvers import InfeasibleLPError, k_subset_masks, solve_grouped_distribution_lp
-
-
-@dataclass(frozen=True)
-class AvailabilityOptimum:
-    """``U_opt`` when only the available workers can be selected, and the fairness prices."""
-
-    value: float
-    fairness_price: np.ndarray
-    patterns: int
-    columns: int
 
 
 def availability_patterns(availability: Availability, max_patterns: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
@@ -47,8 +39,8 @@ def availability_patterns(availability: Availability, max_patterns: int = 1 << 1
     return patterns[keep], weights[keep]
 
 
-def availability_optimum(problem, availability: Availability, max_columns: int = 500_000) -> AvailabilityOptimum:
-    """The LP of REFERENCE.md §2 extended to availability (stationary policies that see ``A_t``).
+def availability_optimum(problem: Problem, availability: Availability, max_columns: int = 500_000) -> Optimum:
+    """``U_opt`` when only the available workers can be selected (stationary policies that see ``A_t``).
 
         max Σ_A q(A) Σ_{S ⊆ A} p(S|A) f(S)  s.t.  Σ_A q(A) Σ_{S ∋ u} p(S|A) >= r_u,  Σ_S p(S|A) = 1
 
@@ -56,7 +48,11 @@ def availability_optimum(problem, availability: Availability, max_columns: int =
     distribution, or independent probabilities when ``2^n`` patterns can be listed). For a
     monotone ``f`` the columns of ``A`` are its ``k``-subsets, or ``A`` itself when
     ``|A| < k``. Applies where the patterns and their columns fit in ``max_columns``.
+
+    The returned :class:`~fairsched.lp.result.Optimum` describes the mixture: each set ``S``
+    with its overall probability ``Σ_A q(A) p(S|A)``; the policy itself is conditional on ``A``.
     """
+    start = time.perf_counter()
     patterns, weights = availability_patterns(availability)
     sizes = patterns.sum(axis=1)
     counts = np.array([math.comb(int(s), problem.k) if s >= problem.k else 1 for s in sizes])
@@ -79,4 +75,22 @@ def availability_optimum(problem, availability: Availability, max_columns: int =
         result = solve_grouped_distribution_lp(values, members, np.concatenate(groups), weights, problem.r)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible under availability: {exc}") from None
-    return AvailabilityOptimum(result.value, result.fairness_duals, int(patterns.shape[0]), int(members.shape[0]))
+    overall = result.probabilities * weights[np.concatenate(groups)]
+    packed = np.packbits(members, axis=1)
+    distinct, inverse = np.unique(packed, axis=0, return_inverse=True)
+    mass = np.bincount(inverse.reshape(-1), weights=overall, minlength=distinct.shape[0])
+    keep = np.flatnonzero(mass > 1e-12)
+    keep = keep[np.argsort(-mass[keep], kind="stable")]
+    sets = np.unpackbits(distinct[keep], axis=1, count=problem.n).astype(bool)
+    return Optimum(
+        value=float(result.value),
+        upper_bound=float(result.value),
+        method="availability-enumeration+highs",
+        support=[np.flatnonzero(row) for row in sets],
+        probabilities=mass[keep] / mass[keep].sum(),
+        fairness_price=np.asarray(result.fairness_price, dtype=float),
+        columns=int(members.shape[0]),
+        status="optimal",
+        message=f"availability LP over {patterns.shape[0]:,} patterns and {members.shape[0]:,} columns",
+        seconds=time.perf_counter() - start,
+    )

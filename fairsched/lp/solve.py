@@ -21,12 +21,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fairsched.errors import FairschedError, InfeasibleError, TooLargeError
+from fairsched.errors import FairschedError, InfeasibleError, SolverFailedError, TooLargeError
+from fairsched.lp.result import Optimum
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.availability import Availability
+from fairsched.lp.availability import availability_optimum
 from fairsched.problem import Problem
-from fairsched.solvers import (InfeasibleLPError, TooManyColumnsError, count_k_subsets, k_subset_masks,
-                     solve_distribution_lp)
-from fairsched.solvers.colgen import column_generation, relative_gap
+from fairsched.solvers import (InfeasibleLPError, SolverError, TooManyColumnsError, count_k_subsets,
+                               k_subset_masks, solve_distribution_lp)
+from fairsched.solvers.colgen import column_generation
 
 DEFAULT_MAX_COLUMNS = 1_000_000
 #: ``method="auto"`` enumerates up to this many k-sets and uses column generation above.
@@ -40,66 +43,18 @@ METHODS = ("auto", "enumeration", "column-generation")
 Progress = Callable[[int, float, float, float], None]
 
 
-@dataclass(frozen=True)
-class Optimum:
-    """The LP optimum: value, certified bound, the optimal distribution and the fairness prices.
-
-    ``value`` is attained by the returned distribution (``support``, ``probabilities``);
-    ``upper_bound`` is certified (LP duality for enumeration, the Lagrangian bound for
-    column generation), so ``U_opt ∈ [value, upper_bound]``.  ``columns`` counts the
-    k-sets the LP saw (all of them for enumeration, the generated pool otherwise);
-    ``iterations`` the column-generation iterations (``None`` for enumeration);
-    ``status`` is ``"optimal"`` or why column generation stopped early
-    (``"time-limit"``, ``"iteration-limit"``, ``"converged"`` with a heuristic pricing).
-    """
-
-    value: float
-    upper_bound: float
-    method: str
-    support: list[np.ndarray]
-    probabilities: np.ndarray
-    fairness_price: np.ndarray
-    columns: int
-    seconds: float
-    iterations: int | None = None
-    status: str = "optimal"
-
-    @property
-    def gap(self) -> float:
-        """Absolute gap ``upper_bound − value`` (0 for an exact solve)."""
-        return max(0.0, self.upper_bound - self.value)
-
-    @property
-    def relative_gap(self) -> float:
-        """``(upper_bound − value) / max(|value|, 1e-12)``."""
-        return relative_gap(self.value, self.upper_bound)
-
-    def as_dict(self, problem: Problem) -> dict[str, Any]:
-        """The JSON object of ``fairsched optimum --json`` (without the ``instance`` key)."""
-        ids = problem.ids
-        return {
-            "n": problem.n,
-            "k": problem.k,
-            "value": self.value,
-            "upper_bound": self.upper_bound,
-            "gap": self.gap,
-            "relative_gap": self.relative_gap,
-            "iterations": self.iterations,
-            "method": self.method,
-            "support": [
-                {"set": [ids[i] for i in S], "probability": float(p)}
-                for S, p in zip(self.support, self.probabilities)
-            ],
-            "fairness_price": {w: float(v) for w, v in zip(ids, self.fairness_price)},
-            "seconds": self.seconds,
-        }
-
-
 def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
             max_columns: int = DEFAULT_MAX_COLUMNS, time_limit: float | None = None,
             progress: Progress | None = None, backend: str = "highs",
-            pricing: str = "auto") -> Optimum:
-    """Solve the LP for ``U_opt``.
+            pricing: str = "auto", availability: Availability | None = None) -> Optimum:
+    """Solve the LP for ``U_opt``, the best time-average utility of any fair stationary policy.
+
+        U_opt = max Σ_S p_S f(S)  s.t.  Σ_{S ∋ u} p_S >= r_u,  Σ_S p_S = 1,  p >= 0
+
+    (Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round
+    Submodular Maximization Approach", Problem (5)). Under availability (``availability``,
+    or else the problem's own availability probabilities) it is the LP of policies that see
+    each round's available set (:func:`fairsched.lp.availability.availability_optimum`).
 
     Parameters
     ----------
@@ -123,7 +78,32 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
         LP solver for enumeration; column generation always uses HiGHS.
     pricing : str
         Pricing oracle for column generation (:func:`fairsched.lp.pricing.pricing_for`).
+    availability : Availability, optional
+        Solve the availability LP for this availability model (a trace or probabilities);
+        default: the problem's ``availability`` probabilities, if any.
+
+    Raises
+    ------
+    InfeasibleError
+        The floors cannot be met.
+    TooLargeError
+        Enumeration (or the availability LP) would exceed ``max_columns``.
+    SolverFailedError
+        The LP solver stopped without an answer (e.g. enumeration at ``time_limit``).
+
+    Examples
+    --------
+    >>> import fairsched as fs
+    >>> opt = fs.optimum(fs.load_instance("paper"))
+    >>> round(opt.value, 6), opt.status, opt.success
+    (0.845512, 'optimal', True)
+    >>> opt.gap <= 1e-9 and len(opt.support) <= 11
+    True
     """
+    if availability is None and problem.availability is not None:
+        availability = Availability(probabilities=problem.availability)
+    if availability is not None:
+        return availability_optimum(problem, availability, max_columns=max_columns)
     if method not in METHODS:
         raise FairschedError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if backend not in ("highs", "cvxpy"):
@@ -155,6 +135,10 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
                                        backend=backend, time_limit=time_limit)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
+    except SolverError as exc:
+        hint = (" (raise the time limit, or use column generation, which returns certified bounds "
+                "at its time limit)" if time_limit is not None else "")
+        raise SolverFailedError(f"the enumeration LP was not solved: {exc}{hint}") from None
     keep = result.support()
     order = keep[np.argsort(-result.probabilities[keep], kind="stable")]
     return Optimum(
@@ -163,8 +147,10 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
         method=f"enumeration+{result.backend}",
         support=[np.flatnonzero(members[i]) for i in order],
         probabilities=result.probabilities[order],
-        fairness_price=np.asarray(result.fairness_duals, dtype=float),
+        fairness_price=np.asarray(result.fairness_price, dtype=float),
         columns=int(members.shape[0]),
+        status="optimal",
+        message=f"enumeration of all {members.shape[0]:,} k-sets, solved exactly by {result.backend}",
         seconds=time.perf_counter() - start,
     )
 
@@ -192,6 +178,8 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                                    heuristic=getattr(oracle, "heuristic", None))
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
+    except SolverError as exc:
+        raise SolverFailedError(f"column generation failed: {exc}") from None
     if oracle.exact:
         kind = "exact" if result.pricing_exact else "bounded"
         label = f"{kind}-pricing({oracle.name})"
@@ -205,9 +193,11 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         method=f"column-generation+{label}",
         support=[np.flatnonzero(result.members[i]) for i in order],
         probabilities=result.probabilities[order],
-        fairness_price=np.asarray(result.fairness_duals, dtype=float),
+        fairness_price=np.asarray(result.fairness_price, dtype=float),
         columns=int(result.columns),
-        seconds=time.perf_counter() - start,
         iterations=int(result.iterations),
         status="optimal" if converged else result.status,
+        success=result.status == "optimal" or converged,
+        message=result.message,
+        seconds=time.perf_counter() - start,
     )

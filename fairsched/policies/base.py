@@ -12,11 +12,16 @@ policy makes exactly the decisions the original would have.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from fairsched.errors import PolicyError
 from fairsched.problem import Problem
+from fairsched.seeding import Seed, as_generator
+
+if TYPE_CHECKING:
+    from fairsched.lp.result import Optimum
 
 # r_u·t is computed in floating point; a debt within this of an integer is that integer.
 DEBT_TOLERANCE = 1e-9
@@ -28,17 +33,31 @@ class Policy(ABC):
     name: ClassVar[str] = "abstract"
     #: whether the policy uses the fairness floors ``r`` at all
     fair: ClassVar[bool] = True
+    #: whether the policy plays the LP optimum ``p*`` (it solves the LP in :meth:`reset`
+    #: unless :meth:`use_optimum` gave it one)
+    uses_optimum: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.problem: Problem | None = None
         self.rng: np.random.Generator = np.random.default_rng(0)
         self.t = 0
         self.counts = np.zeros(0, dtype=np.int64)
+        self._given_optimum: Optimum | None = None
 
-    def reset(self, problem: Problem, rng: np.random.Generator | int | None = None) -> None:
-        """Prepare a fresh run on ``problem``; ``rng`` is a Generator or a seed."""
+    def use_optimum(self, optimum: "Optimum") -> None:
+        """Plan from this precomputed LP optimum instead of solving the LP in :meth:`reset`.
+
+        Only for policies with :attr:`uses_optimum`; the optimum must be of the problem the
+        policy is then reset on (its support is checked against the floors there).
+        """
+        if not self.uses_optimum:
+            raise PolicyError(f"{self.name} does not plan from the LP optimum")
+        self._given_optimum = optimum
+
+    def reset(self, problem: Problem, seed: Seed = None) -> None:
+        """Prepare a fresh run on ``problem``; ``seed`` is an int, a Generator or ``None``."""
         self.problem = problem
-        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        self.rng = as_generator(seed)
         self.t = 0
         self.counts = np.zeros(problem.n, dtype=np.int64)
         self._everyone = np.ones(problem.n, dtype=bool)
@@ -112,3 +131,4 @@ class Policy(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+

@@ -18,6 +18,7 @@ Each round draws ``S_t`` by an independent randomized pipage rounding of ``y(1)`
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +28,7 @@ from fairsched.errors import PolicyError
 from fairsched.submodular.multilinear import MultilinearOracle, supported_methods
 from fairsched.policies.base import Policy
 from fairsched.policies.batched import BatchedDraws
+from fairsched.results import Result
 from fairsched.submodular.rounding import pipage_round_batch
 from fairsched.utilities.check import check_submodular
 
@@ -49,8 +51,9 @@ def fill_budget(gradient: np.ndarray, caps: np.ndarray, budget: float) -> np.nda
 
 
 @dataclass(frozen=True)
-class ContinuousGreedyResult:
-    """The fractional point of a continuous-greedy run and what is needed for its bound."""
+class ContinuousGreedyResult(Result):
+    """The fractional point of a continuous-greedy run and what is needed for its bound
+    (``status`` ``"completed"``, ``seconds`` the time of the ascent)."""
 
     y: np.ndarray
     value: float
@@ -102,6 +105,7 @@ class _ContinuousGreedy(Policy):
         self._rounds = BatchedDraws(lambda rng, size: pipage_round_batch(y, size, rng), BATCH_ROUNDS)
 
     def _ascend(self, oracle: MultilinearOracle) -> ContinuousGreedyResult:
+        start = time.perf_counter()
         r = np.asarray(self.problem.r, dtype=float)
         k = self.problem.k
         at_floor = oracle(r)
@@ -120,7 +124,9 @@ class _ContinuousGreedy(Policy):
             y=y, value=final.value, value_stderr=final.value_stderr,
             value_at_floor=at_floor.value, gradient_dot_floor=float(at_floor.gradient @ r),
             method=oracle.method, steps=self.steps,
-            path=None if path is None else np.array(path))
+            path=None if path is None else np.array(path), status="completed",
+            message=f"{self.steps} continuous-greedy steps ({oracle.method} gradients): F(y) = {final.value:.6g}",
+            seconds=time.perf_counter() - start)
 
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
         raise NotImplementedError

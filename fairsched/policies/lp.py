@@ -25,17 +25,39 @@ minus the rounds the guard overrides (reported as ``guarded_rounds``). Measured,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.lp.solve import Optimum, optimum
+from fairsched.lp import Optimum, optimum
+from fairsched.problem import Problem
 from fairsched.policies.base import DEBT_TOLERANCE, Policy
 from fairsched.policies.batched import BatchedDraws
 
 BATCH_ROUNDS = 8192
 MAX_GAP = 256
+
+
+def plan_for(problem: Problem, given: Optimum | None) -> Optimum:
+    """The LP optimum an LP policy plays: ``given`` (checked against ``problem``) or a fresh solve.
+
+    The plan is the LP without availability: the policies play full sets and let the
+    runtime drop the unavailable members.
+    """
+    if given is None:
+        return optimum(replace(problem, availability=None) if problem.availability is not None else problem)
+    n, k = problem.n, problem.k
+    if any(S.size > k or (S.size and (S.min() < 0 or S.max() >= n)) for S in given.support):
+        raise PolicyError(f"the given optimum's sets do not fit this problem (n = {n}, k = {k})")
+    marginal = _support_masks(given, n).T.astype(float) @ given.probabilities
+    short = np.flatnonzero(marginal < problem.r - 1e-7)
+    if short.size:
+        u = int(short[0])
+        raise PolicyError(f"the given optimum does not meet this problem's floors: worker {problem.ids[u]!r} "
+                          f"gets {marginal[u]:.6g} < r = {problem.r[u]:.6g}")
+    return given
 
 
 def _support_masks(opt: Optimum, n: int) -> np.ndarray:
@@ -49,9 +71,10 @@ class LPRandom(Policy):
     """``S_t`` drawn i.i.d. from the LP optimum ``p*``: ``U_opt`` in expectation, debts ``~√T``."""
 
     name = "lp-random"
+    uses_optimum = True
 
     def _prepare(self) -> None:
-        self.optimum = optimum(self.problem)
+        self.optimum = plan_for(self.problem, self._given_optimum)
         self._sets = self.optimum.support
         p = self.optimum.probabilities / self.optimum.probabilities.sum()
         self._draws = BatchedDraws(lambda rng, size: rng.choice(len(self._sets), size=size, p=p), BATCH_ROUNDS)
@@ -81,6 +104,7 @@ class LPSequenced(Policy):
     """
 
     name = "lp-sequenced"
+    uses_optimum = True
 
     def __init__(self, margin: float = 0.0, loss: float = 2e-4) -> None:
         super().__init__()
@@ -94,7 +118,7 @@ class LPSequenced(Policy):
 
     def _prepare(self) -> None:
         problem = self.problem
-        exact = optimum(problem)
+        exact = plan_for(problem, self._given_optimum)
         self.epsilon, self.optimum = self._with_margin(exact)
         self._sets = self.optimum.support
         self._masks = _support_masks(self.optimum, problem.n)
@@ -110,7 +134,7 @@ class LPSequenced(Policy):
         epsilon = min(self.margin, max(room, 0.0))
         while epsilon > 1e-6:
             raised = np.minimum(r + epsilon, 1.0)
-            candidate = optimum(self.problem.with_floors(raised))
+            candidate = optimum(replace(self.problem.with_floors(raised), availability=None))
             if candidate.value >= (1 - self.loss) * exact.value:
                 return epsilon, candidate
             epsilon /= 2

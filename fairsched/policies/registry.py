@@ -19,8 +19,23 @@ POLICIES: dict[str, type[Policy]] = {
 }
 
 
-def make_policy(name: str, **params: Any) -> Policy:
-    """Construct the policy registered as ``name`` with keyword ``params``."""
+def make_policy(name: str | Policy, **params: Any) -> Policy:
+    """The policy registered as ``name``, built with keyword ``params``; a policy object is returned as is.
+
+    >>> make_policy("lyapunov", V=5.0)
+    Lyapunov(V=5.0)
+    >>> make_policy("fairdg", speed=2)
+    Traceback (most recent call last):
+    ...
+    fairsched.errors.PolicyError: fairdg: unknown parameter(s) speed; accepted: rank, cache_size
+    """
+    if isinstance(name, Policy):
+        if params:
+            raise PolicyError(f"parameters {', '.join(sorted(params))} given with a policy object; "
+                              "set them when constructing it")
+        return name
+    if not isinstance(name, str):
+        raise PolicyError(f"a policy is a name or a Policy object, got {type(name).__name__}")
     try:
         cls = POLICIES[name]
     except KeyError:

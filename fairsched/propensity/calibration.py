@@ -35,6 +35,7 @@ import numpy as np
 
 from fairsched.propensity.errors import CalibrationError, ShapeError
 from fairsched.propensity.validation import as_matrix, as_vector
+from fairsched.results import Result
 
 METHODS = ("raking", "linear")
 SHARE_TOLERANCE = 1e-8
@@ -126,10 +127,11 @@ def build_margins(n: int, *, categorical: Mapping[str, tuple[Any, Mapping[Any, f
 
 
 @dataclass(frozen=True)
-class CalibrationResult:
+class CalibrationResult(Result):
     """Calibrated weights and how well they meet the margins.
 
-    ``max_error`` is ``max_j |Σ w_i b_ij / N − b̄_target_j|`` (on the mean scale).
+    ``max_error`` is ``max_j |Σ w_i b_ij / N − b̄_target_j|`` (on the mean scale);
+    ``status`` is ``"converged"`` or ``"not-converged"`` and ``success`` is ``converged``.
     """
 
     weights: np.ndarray
@@ -139,6 +141,13 @@ class CalibrationResult:
     max_error: float
     iterations: int
     n_negative: int
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "converged" if self.converged else "not-converged")
+            object.__setattr__(self, "success", self.converged)
+        if not self.message:
+            object.__setattr__(self, "message", f"{self.method} calibration after {self.iterations} iterations: largest margin error {self.max_error:.3g}, {self.n_negative} negative weights")
 
 
 def _check_reachable(B: np.ndarray, totals: np.ndarray, names: Sequence[str]) -> None:

@@ -14,13 +14,14 @@ of the bound); these diagnostics say how much of the sample is effectively left.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from fairsched.propensity.errors import ShapeError
 from fairsched.propensity.validation import as_matrix, as_vector
+from fairsched.results import Result
 
 
 def _weights(w: Any, name: str = "weights", allow_negative: bool = False) -> np.ndarray:
@@ -42,8 +43,8 @@ def kish_ess(w: Any) -> float:
 
 
 @dataclass(frozen=True)
-class WeightSummary:
-    """Summary of a weight vector: size, ESS, range and dispersion."""
+class WeightSummary(Result):
+    """Summary of a weight vector: size, ESS, range and dispersion (``status`` ``"summarised"``)."""
 
     n: int
     ess: float
@@ -54,8 +55,17 @@ class WeightSummary:
     max_over_mean: float
     cv: float
 
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "summarised")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"{self.n} weights, Kish ESS {self.ess:.4g} ({self.ess_fraction:.1%}), max/min {self.max_over_min:.4g}")
+
     def as_dict(self) -> dict[str, float]:
-        return asdict(self)
+        """The numbers of the summary, JSON-ready."""
+        return {name: getattr(self, name) for name in ("n", "ess", "ess_fraction", "min", "max", "max_over_min",
+                                                       "max_over_mean", "cv")}
 
 
 def weight_summary(w: Any) -> WeightSummary:
@@ -92,12 +102,19 @@ def asmd(X: Any, w: Any, target_mean: Any, target_sd: Any) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class BalanceReport:
-    """ASMD per covariate before and after weighting, with their means."""
+class BalanceReport(Result):
+    """ASMD per covariate before and after weighting, with their means (``status`` ``"measured"``)."""
 
     names: tuple[str, ...]
     before: np.ndarray
     after: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "measured")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"mean ASMD {float(self.before.mean()):.4g} before weighting, {float(self.after.mean()):.4g} after")
 
     @property
     def mean_before(self) -> float:

@@ -32,10 +32,11 @@ import numpy as np
 
 from fairsched.propensity.errors import EstimationError, ShapeError
 from fairsched.propensity.validation import as_binary, as_matrix, check_propensities
+from fairsched.results import Result
 
 
 @dataclass(frozen=True)
-class ShadowFit:
+class ShadowFit(Result):
     """Solution of the shadow-variable moment equations.
 
     ``coef = (θ_0, α_1..α_p, γ)`` with ``names``; ``se`` the sandwich standard errors
@@ -47,6 +48,13 @@ class ShadowFit:
     names: tuple[str, ...]
     residual: float
     n: int
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "solved")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"shadow-variable moment equations on {self.n} units, largest moment {self.residual:.3g}")
 
     @property
     def alpha(self) -> np.ndarray:

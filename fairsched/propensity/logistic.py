@@ -28,6 +28,7 @@ import numpy as np
 
 from fairsched.propensity.errors import EstimationError, ShapeError, SingularDesignError
 from fairsched.propensity.validation import as_binary, as_matrix
+from fairsched.results import Result
 
 # A separating direction must gain more than this (on standardised columns, per unit).
 SEPARATION_TOLERANCE = 1e-7
@@ -35,7 +36,7 @@ RANK_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
-class LogisticFit:
+class LogisticFit(Result):
     """A fitted logistic model ``P(y = 1 | x) = expit(β_0 + x·β)``.
 
     ``coef`` and ``se`` list the intercept first (when fitted) then one entry per column
@@ -49,6 +50,13 @@ class LogisticFit:
     intercept: bool
     n: int
     loglik: float
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "fitted")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"logistic regression on {self.n} rows, log-likelihood {self.loglik:.6g}")
 
     def linear_predictor(self, X: Any) -> np.ndarray:
         """``β_0 + x·β`` for every row of ``X``."""

@@ -27,6 +27,7 @@ import numpy as np
 from fairsched.propensity.errors import ShapeError
 from fairsched.propensity.logistic import LogisticFit, fit_logistic
 from fairsched.propensity.validation import as_matrix
+from fairsched.results import Result
 
 
 def _round_covariates(X: Any, rounds: int, units: int) -> np.ndarray:
@@ -75,11 +76,18 @@ def fit_participation(Z: Any, X_round: Any | None, participated: Any,
 
 
 @dataclass(frozen=True)
-class TwoStagePropensity:
-    """Fitted enrollment and participation models; ``p̂ = π̂^enroll · π̂^part``."""
+class TwoStagePropensity(Result):
+    """Fitted enrollment and participation models; ``p̂ = π̂^enroll · π̂^part`` (``status`` ``"fitted"``)."""
 
     enrollment: LogisticFit
     participation: LogisticFit
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "fitted")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"enrollment on {self.enrollment.n} units, participation on {self.participation.n} unit-rounds")
 
     def enroll_probability(self, Z: Any) -> np.ndarray:
         """``π̂^enroll_i`` for every row of ``Z``."""

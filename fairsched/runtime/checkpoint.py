@@ -1,10 +1,11 @@
 """Run checkpoints: everything ``fairsched run --resume`` needs to continue exactly.
 
-A checkpoint is one JSON document, written atomically: the run's arguments, the SHA-256
-of the instance file (resuming against an edited instance is refused) and the
-:class:`~fairsched.runtime.simulation.Simulation` state (policy state, random generators, schedule so
-far). Corrupted, truncated, foreign-format and foreign-version files are refused with a
-:class:`~fairsched.runtime.scheduler.CheckpointError`.
+A checkpoint is one JSON document, written atomically: the run's arguments (with the
+SHA-256 of the instance, so resuming against an edited instance is refused), the
+:class:`~fairsched.runtime.simulation.Simulation` state (the engine's state, random
+generators included, and the schedule so far) and a SHA-256 of both, so a checkpoint
+damaged in any character is refused rather than resumed into a different run. Corrupted,
+truncated, foreign-format and foreign-version files raise :class:`~fairsched.errors.CheckpointError`.
 """
 
 from __future__ import annotations
@@ -28,11 +29,17 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         return hashlib.sha256(handle.read()).hexdigest()
 
 
+def _digest(arguments: Any, simulation: Any) -> str:
+    payload = json.dumps({"arguments": arguments, "simulation": simulation}, sort_keys=True,
+                         separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 def save_checkpoint(path: str | os.PathLike[str], arguments: dict[str, Any], simulation: Simulation) -> None:
     """Write the run's ``arguments`` and ``simulation`` state to ``path`` atomically."""
-
+    state = simulation.state_dict()
     document = {"format": CHECKPOINT_FORMAT, "version": STATE_VERSION, "arguments": arguments,
-                "simulation": simulation.state_dict()}
+                "simulation": state, "sha256": _digest(arguments, state)}
     with atomic_write(path) as handle:
         json.dump(document, handle)
 
@@ -40,9 +47,18 @@ def save_checkpoint(path: str | os.PathLike[str], arguments: dict[str, Any], sim
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a checkpoint; returns the document (``arguments`` and ``simulation``)."""
     document = read_state(path)
-    check_state_header(document, CHECKPOINT_FORMAT)
+    try:
+        check_state_header(document, CHECKPOINT_FORMAT)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
     if not isinstance(document.get("arguments"), dict) or not isinstance(document.get("simulation"), dict):
         raise CheckpointError(f"{path}: the checkpoint is missing its arguments or state")
+    try:
+        intact = document.get("sha256") == _digest(document["arguments"], document["simulation"])
+    except (TypeError, ValueError):
+        intact = False
+    if not intact:
+        raise CheckpointError(f"{path}: the checkpoint is damaged (its SHA-256 does not match its content)")
     return document
 
 
@@ -50,7 +66,7 @@ def restore(simulation: Simulation, document: dict[str, Any], path: str | os.Pat
     """Load the checkpoint's state into a freshly built ``simulation``."""
     try:
         simulation.load_state_dict(document["simulation"])
-    except CheckpointError:
-        raise
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise CheckpointError(f"{path}: the checkpoint's state is malformed ({exc})") from None

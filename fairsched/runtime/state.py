@@ -15,7 +15,8 @@ from fairsched.errors import CheckpointError
 from fairsched.instances import problem_to_table
 from fairsched.problem import Problem
 
-STATE_VERSION = 1
+#: 2: one engine state for schedulers and runs (fairsched 0.2); version 1 states are refused
+STATE_VERSION = 2
 
 
 def problem_fingerprint(problem: Problem) -> str:
@@ -37,15 +38,17 @@ def read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
             return json.load(handle)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CheckpointError(f"{path}: not a readable checkpoint (corrupted or truncated: {exc})") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def check_state_header(state: Any, expected_format: str) -> None:
     """Refuse a document that is not ``expected_format`` at :data:`STATE_VERSION`."""
     if not isinstance(state, dict) or state.get("format") != expected_format:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise CheckpointError(f"not a {expected_format} state (format {found!r})")
+        raise CheckpointError(f"not a {expected_format} document (format {found!r})")
     if state.get("version") != STATE_VERSION:
-        raise CheckpointError(f"{expected_format} state version {state.get('version')!r} is not supported "
+        raise CheckpointError(f"{expected_format} version {state.get('version')!r} is not supported "
                               f"(this fairsched reads version {STATE_VERSION})")

@@ -26,8 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from fairsched.seeding import Seed, as_generator
+
 from fairsched.utilities.base import SetFunction
 from fairsched.utilities.mixture import Mixture
+from fairsched.results import Result
 
 METHODS = ("auto", "closed-form", "exact", "monte-carlo")
 AUTO_EXACT_MAX_N = 16
@@ -38,14 +41,21 @@ ClosedForm = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
 
 @dataclass(frozen=True)
-class MultilinearEstimate:
-    """``F(y)`` and ``∇F(y)`` with their standard errors (0 for exact methods)."""
+class MultilinearEstimate(Result):
+    """``F(y)`` and ``∇F(y)`` with their standard errors (0 for exact methods); ``status`` ``"estimated"``."""
 
     value: float
     gradient: np.ndarray
     value_stderr: float
     gradient_stderr: np.ndarray
     method: str
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "estimated")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", f"F(y) = {self.value:.6g} ({self.method})")
 
 
 def _closed_form(utility: SetFunction) -> ClosedForm | None:
@@ -151,14 +161,6 @@ def _contract(table: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
     return float(level[0]), grad
 
 
-def _as_generator(seed: Any) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, Integral) and not isinstance(seed, bool)):
-        return np.random.default_rng(seed)
-    raise TypeError(f"seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
-
-
 class MultilinearOracle:
     """Evaluates ``F`` and ``∇F`` of one utility at many points ``y``.
 
@@ -181,7 +183,7 @@ class MultilinearOracle:
         elif self.method == "exact":
             self._table = self._value_table()
         else:
-            self._uniforms = _as_generator(seed).random((self.samples, self.n))
+            self._uniforms = as_generator(seed).random((self.samples, self.n))
 
     def _value_table(self) -> np.ndarray:
         total = 1 << self.n
@@ -227,13 +229,13 @@ class MultilinearOracle:
 
 
 def multilinear(utility: SetFunction, y: Any, *, method: str = "auto", samples: int = 2000,
-                rng: int | np.random.Generator | None = None) -> MultilinearEstimate:
+                seed: Seed = None) -> MultilinearEstimate:
     """``F(y) = E f(R(y))`` and ``∂F/∂y_u = E[f(R ∪ {u}) − f(R \\ {u})]`` at one point.
 
     ``method`` is ``"auto"``, ``"closed-form"``, ``"exact"`` or ``"monte-carlo"``
-    (see :func:`resolve_method`); ``samples`` and ``rng`` (an int seed or a Generator)
+    (see :func:`resolve_method`); ``samples`` and ``seed`` (an int or a Generator)
     are used by Monte Carlo only. For repeated calls use :class:`MultilinearOracle`.
     """
     _check_samples(samples)
     check_point(y, utility.n)
-    return MultilinearOracle(utility, method, samples, rng)(y)
+    return MultilinearOracle(utility, method, samples, seed)(y)

@@ -20,15 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from fairsched.seeding import Seed, as_generator
+
 SNAP = 1e-12
-
-
-def _generator(rng: Any) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, Integral) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"rng must be a numpy Generator or an int seed, got {type(rng).__name__}")
 
 
 def check_fractional(y: Any) -> np.ndarray:
@@ -94,7 +88,7 @@ def _pair_scalar(c: float, v: float, u: float) -> tuple[float, float]:
     return _snap_scalar(new[0]), _snap_scalar(new[1])
 
 
-def pipage_round(y: Any, rng: np.random.Generator | int) -> np.ndarray:
+def pipage_round(y: Any, seed: Seed) -> np.ndarray:
     """Round ``y ∈ [0, 1]^n`` to a random set ``S`` with ``P[u ∈ S] = y_u``.
 
     Randomized pipage rounding (Chekuri, Vondrák, Zenklusen 2010 (randomized pipage /
@@ -104,10 +98,10 @@ def pipage_round(y: Any, rng: np.random.Generator | int) -> np.ndarray:
     coordinate is included with probability equal to its value. ``|S| <= ceil(Σ y)``,
     with equality when ``Σ y`` is an integer (to ``1e-12``). ``O(n)``.
 
-    Returns the sorted ``int64`` indices of ``S``. ``rng``: numpy Generator or int seed.
+    Returns the sorted ``int64`` indices of ``S``. ``seed``: an int or a numpy Generator.
     """
     y = check_fractional(y)
-    gen = _generator(rng)
+    gen = as_generator(seed)
     chosen = y == 1.0
     carry, c = -1, 0.0
     for j in np.flatnonzero((y > 0.0) & (y < 1.0)).tolist():
@@ -130,7 +124,7 @@ def pipage_round(y: Any, rng: np.random.Generator | int) -> np.ndarray:
     return np.flatnonzero(chosen).astype(np.int64)
 
 
-def pipage_round_batch(y: Any, draws: int, rng: np.random.Generator | int) -> np.ndarray:
+def pipage_round_batch(y: Any, draws: int, seed: Seed) -> np.ndarray:
     """``draws`` independent pipage roundings of ``y`` as boolean masks ``(draws, n)``.
 
     The same procedure as :func:`pipage_round` (Chekuri, Vondrák, Zenklusen 2010
@@ -142,7 +136,7 @@ def pipage_round_batch(y: Any, draws: int, rng: np.random.Generator | int) -> np
     y = check_fractional(y)
     if isinstance(draws, bool) or not isinstance(draws, Integral) or draws < 0:
         raise ValueError(f"draws is {draws!r}, expected an integer >= 0")
-    gen = _generator(rng)
+    gen = as_generator(seed)
     m, n = int(draws), y.size
     masks = np.zeros((m, n), dtype=bool)
     masks[:, y == 1.0] = True

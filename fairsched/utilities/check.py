@@ -18,14 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairsched.utilities.base import SetFunction
+from fairsched.results import Result
 
 
 @dataclass(frozen=True)
-class SubmodularityReport:
+class SubmodularityReport(Result):
     """Outcome of :func:`check_submodular`; truthy iff no violation was found.
 
     On a violation, ``A`` and ``B`` are the sets involved (``A ⊆ B``) and ``x`` the added
-    worker for a diminishing-returns violation (``None`` for the other kinds).
+    worker for a diminishing-returns violation (``None`` for the other kinds). ``status``
+    is ``"no-violation"`` or ``"violation"``; ``success`` means the check ran.
     """
 
     ok: bool
@@ -33,6 +35,13 @@ class SubmodularityReport:
     A: tuple[int, ...] | None = None
     B: tuple[int, ...] | None = None
     x: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.status == "ok":
+            object.__setattr__(self, "status", "no-violation" if self.ok else "violation")
+            object.__setattr__(self, "success", True)
+        if not self.message:
+            object.__setattr__(self, "message", self.violation or "no violation of monotone submodularity found")
 
     def __bool__(self) -> bool:
         return self.ok

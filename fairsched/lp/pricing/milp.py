@@ -17,7 +17,7 @@ from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
 from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.utilities.base import SetFunction
 from fairsched.solvers.colgen import PricingResult
-from fairsched.solvers.lp import _new_highs, _set_option
+from fairsched.solvers.lp import new_highs, set_option
 
 #: relative MIP gap HiGHS is asked to close
 MIP_REL_GAP = 1e-9
@@ -42,9 +42,9 @@ class MilpPricing(PricingOracle):
         #: cheap pricing for :func:`fairsched.solvers.colgen.column_generation`'s ``heuristic``
         self.heuristic = GreedyPricing(utility, k, max_columns=max_columns,
                                        swap_deltas=self.swap_deltas)
-        self.h = _new_highs()
+        self.h = new_highs()
         self.set_rel_gap(rel_gap)
-        _set_option(self.h, "mip_abs_gap", 1e-12)
+        set_option(self.h, "mip_abs_gap", 1e-12)
         self.x_cost = np.zeros(self.n)
         self.build()
         self.num_col = self.h.getNumCol()
@@ -53,7 +53,7 @@ class MilpPricing(PricingOracle):
     def set_rel_gap(self, rel_gap: float) -> None:
         """The relative MIP gap HiGHS closes (on ``f(S) + λ(S)``); ``exact`` allows twice it."""
         self.rel_gap = float(rel_gap)
-        _set_option(self.h, "mip_rel_gap", self.rel_gap)
+        set_option(self.h, "mip_rel_gap", self.rel_gap)
 
     def build(self) -> None:
         """Add ``x`` (columns ``0..n-1``, binary) and ``Σ x = k``; subclasses extend."""
@@ -87,9 +87,9 @@ class MilpPricing(PricingOracle):
         start.col_value = np.concatenate([greedy.astype(float), self.start_values(greedy)]).tolist()
         start.value_valid = True
         h.setSolution(start)
-        _set_option(h, "objective_target", -highspy.kHighsInf if target is None else float(target))
+        set_option(h, "objective_target", -highspy.kHighsInf if target is None else float(target))
         if self.deadline is not None:
-            _set_option(h, "time_limit", max(1e-3, self.deadline - time.perf_counter()))
+            set_option(h, "time_limit", max(1e-3, self.deadline - time.perf_counter()))
         h.run()
         status = h.getModelStatus()
         info = h.getInfo()
