@@ -28,6 +28,7 @@ import numpy as np
 
 from fairsched.fl.errors import SimulationError
 from fairsched.fl.model import ClientData, sigmoid
+from fairsched.seeding import Seed, as_generator
 
 BIAS_LEVELS: dict[str, float] = {"none": 0.0, "mild": 0.5, "moderate": 1.0, "severe": 1.5}
 REGION_SHARES = (0.5, 0.3, 0.2)
@@ -77,24 +78,25 @@ class Population:
         c = self.config
         return c.part_intercept + c.part_z1 * self.z[:, 0][None, :] + round_covariate
 
-    def draw_rounds(self, rounds: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def draw_rounds(self, rounds: int, seed: Seed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Round covariates, true ``π^part`` and availability of every client, each ``(rounds, N)``.
 
         Availability is drawn for all clients; only the enrolled can ever participate.
         """
+        rng = as_generator(seed)
         x = rng.normal(size=(rounds, self.config.clients))
         pi = sigmoid(self.participation_logit(x))
         available = rng.random(pi.shape) < pi
         return x, pi, available
 
 
-def make_population(level: str, seed: int | np.random.Generator,
+def make_population(level: str, seed: Seed,
                     config: PopulationConfig = PopulationConfig()) -> Population:
     """Draw a population and its enrollment at bias ``level`` (module docstring)."""
     s = bias_strength(level)
     if config.clients < 10 or config.n_local < 1 or config.dim < 2:
         raise SimulationError("population: need at least 10 clients, 1 example each and dim >= 2")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_generator(seed)
     N, n, d = config.clients, config.n_local, config.dim
     z = rng.normal(size=(N, 2))
     region = rng.choice(3, size=N, p=REGION_SHARES)

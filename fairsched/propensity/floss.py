@@ -32,6 +32,7 @@ import numpy as np
 
 from fairsched.propensity.errors import EstimationError, ShapeError
 from fairsched.propensity.validation import as_binary, as_matrix, check_propensities
+from fairsched.seeding import Seed, as_generator
 from fairsched.results import Result
 
 
@@ -168,8 +169,7 @@ def floss_weights(fit: ShadowFit, R: Any, D: Any, S: Any) -> np.ndarray:
     return w
 
 
-def sample_responders(weights: Any, k: int, rng: np.random.Generator, *,
-                      replace: bool = True) -> np.ndarray:
+def sample_responders(weights: Any, k: int, seed: Seed, *, replace: bool = True) -> np.ndarray:
     """Draw ``k`` indices with probability ``∝ weights`` (FLOSS: ``weights = 1/π̂``).
 
     With replacement (default) the plain mean of the drawn units' values has expectation
@@ -181,10 +181,10 @@ def sample_responders(weights: Any, k: int, rng: np.random.Generator, *,
         raise ShapeError("weights: must be finite, >= 0 and not all 0")
     if k < 1 or (not replace and k > np.count_nonzero(w)):
         raise ShapeError(f"k: is {k}, expected 1..{np.count_nonzero(w)} without replacement")
-    return rng.choice(w.size, size=k, replace=replace, p=w / w.sum())
+    return as_generator(seed).choice(w.size, size=k, replace=replace, p=w / w.sum())
 
 
-def privatize(updates: Any, clip: float, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def privatize(updates: Any, clip: float, sigma: float, seed: Seed) -> np.ndarray:
     """Clip every update (row) to Euclidean norm ``clip = C``, then add ``N(0, (σ·C)² I)``.
 
     Each client noises its own clipped update, so the server never sees a raw gradient.
@@ -194,4 +194,4 @@ def privatize(updates: Any, clip: float, sigma: float, rng: np.random.Generator)
         raise ShapeError(f"clip must be > 0 and sigma >= 0, got clip={clip}, sigma={sigma}")
     norms = np.linalg.norm(U, axis=1, keepdims=True)
     clipped = U * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-    return clipped + rng.normal(0.0, sigma * clip, size=U.shape)
+    return clipped + as_generator(seed).normal(0.0, sigma * clip, size=U.shape)
