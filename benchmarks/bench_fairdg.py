@@ -1,4 +1,4 @@
-"""FairDG speed on the seed-003 instance against a naive reference, in the same run.
+"""FairDG speed on the paper instance (Li, Liu and Ji 2021, Section VI) against a naive reference, in the same run.
 
     python -m pytest benchmarks/bench_fairdg.py --benchmark-only -s
 
@@ -24,7 +24,7 @@ ROUNDS = 100_000
 
 
 def naive_fairdg(problem, rounds: int) -> list[tuple[int, ...]]:
-    """Seed 003, Algorithm 3 with the deadline ranking, one oracle call per candidate per step."""
+    """Li, Liu and Ji (2021), Algorithm 3 with the deadline ranking, one oracle call per candidate per step."""
     n, k, r, f = problem.n, problem.k, problem.r, problem.utility.value
     counts = [0] * n
     schedule = []

@@ -1,6 +1,7 @@
 """Metrics of a schedule: time-average utility, ratio to ``U_opt``, fractions, debts.
 
-For a schedule ``S_1..S_T`` on a problem with floors ``r`` (seed 003, Section III):
+For a schedule ``S_1..S_T`` on a problem with floors ``r`` (Li, Liu and Ji 2021, Section III;
+``docs/mathematics.md`` §1):
 
 - time-average utility ``(1/T) Σ_t f(S_t)``, and its ratio to ``U_opt``;
 - selection fraction ``N_u(T)/T`` and fairness slack ``min_u (N_u(T)/T − r_u)``;
@@ -87,8 +88,8 @@ def evaluate(schedule: Schedule, problem: Problem, optimum: float | HasValue | N
     >>> problem = fs.load_instance("paper")
     >>> schedule = fs.run(problem, "fairdg", rounds=1000)
     >>> report = fs.evaluate(schedule, problem, fs.optimum(problem))
-    >>> report.max_debt < 1, report.fairness_slack >= 0, round(report.ratio, 3)
-    (True, True, 0.999)
+    >>> report.max_debt < 1, report.fairness_slack >= 0, round(report.ratio, 4)
+    (True, True, 0.9997)
     """
     if schedule.n != problem.n:
         raise ValueError(f"schedule has {schedule.n} workers, problem {problem.n}")

@@ -1,6 +1,6 @@
 """Column generation for the distribution LP, with a certified upper bound at every step.
 
-The master problem is the distribution LP of :mod:`solvers.lp` over a growing pool of
+The master problem is the distribution LP of :mod:`fairsched.solvers.lp` over a growing pool of
 columns, kept in **one** HiGHS model: new columns are appended with ``addCols`` and the
 primal simplex restarts from the previous optimal basis (no rebuild per iteration).
 The pricing problem is left to a callback::

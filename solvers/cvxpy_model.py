@@ -43,7 +43,8 @@ def _import_cvxpy() -> Any:
         import cvxpy
     except ImportError as exc:
         raise ImportError(
-            "the cvxpy backend needs cvxpy, which is not installed: pip install fairsched[cvxpy]"
+            "the cvxpy backend needs cvxpy, which is not installed: pip install 'cvxpy', "
+            "or from a fairsched checkout: pip install '.[cvxpy]'"
         ) from exc
     return cvxpy
 

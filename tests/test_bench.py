@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -52,7 +54,7 @@ def _read(path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-# --- the harness against the seed-003 reproduction -----------------------------------------
+# --- the harness against the reproduction of Li, Liu and Ji (2021) --------------------------
 
 def test_harness_matches_seed003_table(tmp_path):
     betas = ",".join(f"{b:g}" for b in PAPER_BETAS)
@@ -339,3 +341,57 @@ def test_lp_policy_on_an_instance_too_large_to_enumerate_is_a_row_not_a_crash(mo
     fairdg, lp = rows
     assert fairdg["status"] == "ok" and fairdg["u_opt_method"] == "too-large" and fairdg["ratio"] == ""
     assert lp["status"] == "error: too many columns" and math.isnan(float(lp["time_average_utility"]))
+
+
+# --- the shared measurement and the optional dependencies ------------------------------------
+
+def test_harness_task_is_the_shared_measurement():
+    """Bench rows come from :func:`fairsched.runtime.measure.measure`, as the experiments' rows do."""
+    from fairsched.bench.cases import Case
+    from fairsched.bench.harness import parse_policy, run_task, solve_case
+    from fairsched.instances import read_table
+    from fairsched.runtime.measure import measure
+
+    case = Case("paper.toml", 0.3, 1.0, table=read_table(PAPER))
+    opt = solve_case(case)
+    for text in ("faircg1", "lyapunov[V=10]"):
+        spec = parse_policy(text)
+        row = run_task((case, spec, 2, 600, opt))
+        run = measure(load_instance(PAPER, beta=0.3), spec.name, 600, 2, opt.value, **dict(spec.params))
+        assert row.status == "ok" and row.policy == text
+        assert (row.time_average_utility, row.ratio, row.fairness_slack, row.max_debt) == (
+            run.report.time_average_utility, run.report.ratio, run.report.fairness_slack, run.report.max_debt)
+        assert row.multilinear_value == run.diagnostics.get("multilinear_value")
+        assert row.lower_bound == run.diagnostics.get("lower_bound")
+    assert row.multilinear_value is None and run.schedule.rounds == 600
+
+
+def test_bench_does_not_import_the_experiments():
+    code = ("import sys, fairsched.bench, fairsched.bench.plots, fairsched.bench.report, fairsched.bench.streams; "
+            "print([m for m in sys.modules if m.startswith('fairsched.experiments')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_dask_says_how_to_install_it(monkeypatch):
+    from fairsched.bench.parallel import check_backend
+    from fairsched.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingDependencyError) as info:
+        check_backend("dask", 2, None)
+    message = str(info.value)
+    assert "distributed" in message and "'.[dask]'" in message and "fairsched[" not in message
+
+
+def test_missing_matplotlib_skips_the_figures_but_writes_the_tables(monkeypatch, tmp_path, capsys):
+    from fairsched.bench.plots import pyplot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"\[plot\]") as info:
+        pyplot()
+    assert "fairsched[" not in str(info.value)
+    out = tmp_path / "out"
+    assert cli_bench.main([PAPER, "--policies", "fairdg", "--seeds", "1", "--rounds", "100", "--out", str(out)]) == 0
+    assert {p.name for p in out.iterdir()} == {"results.csv", "timings.csv", "results.md"}
+    assert "no figures: figures need matplotlib" in capsys.readouterr().err

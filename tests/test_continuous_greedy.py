@@ -1,4 +1,4 @@
-"""FairCG1 and FairCG2 (seed 003, Section IV; REFERENCE.md §4)."""
+"""FairCG1 and FairCG2 (Li, Liu and Ji 2021, Section IV; docs/mathematics.md §6)."""
 
 from __future__ import annotations
 

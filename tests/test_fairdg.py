@@ -1,4 +1,4 @@
-"""FairDG (seed 003, Algorithm 3): short-term fairness, debt < 1 in every round."""
+"""FairDG (Li, Liu and Ji 2021, Algorithm 3): short-term fairness, debt < 1 in every round."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_debt_below_one_every_round(instance):
 
 
 def test_seed_rule_counterexample_is_fixed_by_deadline_ranking():
-    """Ranking A_t by debt alone (the seed's rule) lets a debt reach 1 here; the deadline ranking does not."""
+    """Ranking A_t by debt alone (the paper's rule) lets a debt reach 1 here; the deadline ranking does not."""
     # found by random search over tight (Σ r = k) heterogeneous instances
     for numerators, k in (([1, 4, 1, 1, 1, 4], 1), ([2, 2, 8, 8, 8, 8], 3)):
         r = np.array(numerators) / 12
@@ -74,7 +74,7 @@ def test_seed_rule_counterexample_is_fixed_by_deadline_ranking():
 
 
 def test_homogeneous_floors_seed_rule_holds():
-    """Seed 003, Theorem 5: with a homogeneous r the seed's debt ranking keeps debt < 1."""
+    """Li, Liu and Ji (2021), Theorem 5: with a homogeneous r the paper's debt ranking keeps debt < 1."""
     problem = Problem(FacilityLocation(np.eye(7)), 3, np.full(7, 3 / 7))
     assert floors_always_met(run(problem, FairDG(rank="debt"), 500), problem.r)
 

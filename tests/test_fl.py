@@ -62,7 +62,7 @@ def test_same_seed_same_result_and_errors():
         TrainConfig(rounds=0)
 
 
-# --- the FedIPW claims (seed 000/001 §4), full 10-seed version of docs/fedipw ------------
+# --- the FedIPW claims (Morishita 2026), full 10-seed version of docs/fedipw ----------------
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""lp-random, lp-sequenced and lyapunov (REFERENCE.md §7)."""
+"""lp-random, lp-sequenced and lyapunov (docs/mathematics.md §9)."""
 
 from __future__ import annotations
 

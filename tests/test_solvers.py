@@ -311,7 +311,7 @@ def test_cvxpy_model_can_be_extended_with_user_constraints() -> None:
 def test_missing_cvxpy_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cvxpy", None)
     values, members, r = random_instance(0)
-    with pytest.raises(ImportError, match=r"pip install fairsched\[cvxpy\]"):
+    with pytest.raises(ImportError, match=r"pip install 'cvxpy', or from a fairsched checkout: pip install '\.\[cvxpy\]'"):
         solve_distribution_lp(values, members, r, backend="cvxpy")
 
 

@@ -40,7 +40,7 @@ def _concave_modular(n: int, k: int, seed: int) -> dict[str, Any]:
 
 
 def _accuracy(n: int, k: int, seed: int) -> dict[str, Any]:
-    """The seed-003 learning curve ``(a, b, c) = (0.05, 0.5, −0.2)``: ``k`` large data sets, the rest small."""
+    """The learning curve of Li, Liu and Ji (2021), ``(a, b, c) = (0.05, 0.5, −0.2)``: ``k`` large data sets, the rest small."""
     rng = np.random.default_rng(seed)
     sizes = np.where(np.arange(n) < k, rng.uniform(400, 600, n), rng.uniform(50, 150, n)).round()
     return {

@@ -2,8 +2,8 @@
 
 Two phases through one :func:`~fairsched.bench.parallel.executor`: the LP of each case
 (:func:`solve_case`), then one task per ``(case, policy, seed)`` (:func:`run_task`), which
-plays the policy with :func:`fairsched.experiments.common.measure`, the same call the
-seed-003 and comparison experiments make, so the numbers agree with theirs. Tasks are
+plays the policy with :func:`fairsched.runtime.measure.measure`, the same call the
+paper-reproduction (``seed003``) and comparison experiments make, so the numbers agree with theirs. Tasks are
 independent and seeded, and results are collected in task order, so the rows (less the
 wall-time columns, :data:`TIMING_COLUMNS`) are the same for any ``jobs`` and backend.
 """
@@ -17,11 +17,10 @@ from typing import Any, Callable, Sequence
 
 from fairsched.bench.cases import Case, case_problem
 from fairsched.bench.parallel import executor, run_all, single_threaded_blas
-from fairsched.policies import parse_params
 from fairsched.errors import FairschedError, PolicyError, TooLargeError
-from fairsched.experiments.common import measure
 from fairsched.lp.solve import optimum
-from fairsched.policies import make_policy
+from fairsched.policies import make_policy, parse_params
+from fairsched.runtime.measure import measure
 
 Log = Callable[[str], None]
 
@@ -121,15 +120,16 @@ def run_task(task: tuple[Case, PolicySpec, int, int, OptimumInfo]) -> BenchRow:
                   policy=spec.label, seed=seed, rounds=rounds, u_opt=opt.value,
                   u_opt_upper_bound=opt.upper_bound, u_opt_method=opt.method, optimum_seconds=opt.seconds)
     try:
-        row, _ = measure(problem, spec.name, rounds, seed, opt.value, case.instance, case.beta, **dict(spec.params))
+        run = measure(problem, spec.name, rounds, seed, opt.value, **dict(spec.params))
     except FairschedError as exc:  # e.g. an LP policy on an instance too large to enumerate
         nan = math.nan
         return BenchRow(**common, time_average_utility=nan, ratio=None, fairness_slack=nan, max_debt=nan,
                         multilinear_value=None, lower_bound=None, status=f"error: {exc}", seconds=nan)
-    return BenchRow(**common, time_average_utility=row.time_average_utility, ratio=row.ratio,
-                    fairness_slack=row.fairness_slack, max_debt=row.max_debt,
-                    multilinear_value=row.multilinear_value, lower_bound=row.lower_bound, status="ok",
-                    seconds=row.seconds)
+    report = run.report
+    return BenchRow(**common, time_average_utility=report.time_average_utility, ratio=report.ratio,
+                    fairness_slack=report.fairness_slack, max_debt=report.max_debt,
+                    multilinear_value=run.diagnostics.get("multilinear_value"),
+                    lower_bound=run.diagnostics.get("lower_bound"), status="ok", seconds=run.seconds)
 
 
 def sweep(cases: Sequence[Case], policies: Sequence[PolicySpec], seeds: Sequence[int], rounds: int, *,

@@ -17,7 +17,8 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from fairsched.errors import FairschedError
+from fairsched.errors import FairschedError, MissingDependencyError
+from fairsched.extras import install_hint
 
 BACKENDS = ("loky", "dask")
 Map = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
@@ -70,16 +71,16 @@ def check_backend(backend: str, jobs: int, scheduler_address: str | None) -> Non
     if scheduler_address and backend != "dask":
         raise FairschedError("--scheduler-address needs --backend dask")
     if backend == "dask" or jobs > 1:
-        _require("joblib", "bench")
+        _require("joblib")
     if backend == "dask":
-        _require("distributed", "dask")
+        _require("distributed")
 
 
-def _require(module: str, extra: str) -> None:
+def _require(module: str) -> None:
     try:
         __import__(module)
     except ImportError:
-        raise FairschedError(f"this needs {module}: pip install 'fairsched[{extra}]'") from None
+        raise MissingDependencyError(f"this needs {module}, which is not installed: {install_hint(module)}") from None
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import numpy as np
 
 from fairsched.bench.harness import BenchRow
 from fairsched.bench.report import interval
+from fairsched.extras import install_hint
 
 #: (file stem, y label, value of a row, log scale)
 METRICS: tuple[tuple[str, str, Callable[[BenchRow], float | None], bool], ...] = (
@@ -35,10 +36,20 @@ def _axis(rows: Sequence[BenchRow]) -> tuple[str, Callable[[BenchRow], float]]:
     return "", lambda r: 0.0
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend; ``ImportError`` saying how to install it when missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError(f"figures need matplotlib, which is not installed: {install_hint('matplotlib')}") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_sweep(rows: Sequence[BenchRow], out: Path) -> list[Path]:
     """Write ``ratio.png``, ``fairness_slack.png``, ``max_debt.png`` and ``seconds.png`` into ``out``."""
-    from fairsched.experiments.plots import pyplot
-
     plt = pyplot()
     ok = [r for r in rows if r.status == "ok"]
     by_group: dict[str, list[BenchRow]] = {}

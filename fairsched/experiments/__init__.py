@@ -1,1 +1,1 @@
-"""Reproductions of the seed papers' experiments, runnable as modules."""
+"""Reproductions of the cited papers' experiments (Li, Liu and Ji 2021; Morishita 2026), runnable as modules."""

@@ -1,20 +1,19 @@
-"""Shared pieces of the experiments: one tidy row per policy run, measuring, CSV output."""
+"""Shared pieces of the experiments: bundled instances, one tidy row per policy run, CSV output."""
 
 from __future__ import annotations
 
 import csv
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from fairsched.atomic import atomic_write
-from fairsched.metrics import evaluate
-from fairsched.policies import make_policy
+from fairsched.instances import parse_table, problem_from_table
+from fairsched.instances.bundled import bundled_bytes
 from fairsched.problem import Problem
+from fairsched.runtime.measure import measure as measure_run
 from fairsched.schedule import Schedule
-from fairsched.runtime.simulation import run
 
 
 @dataclass(frozen=True)
@@ -38,22 +37,40 @@ class Row:
 
 def measure(problem: Problem, policy_name: str, rounds: int, seed: int, u_opt: float,
             instance: str, beta: float | None, **params: Any) -> tuple[Row, Schedule]:
-    """Run one policy (with ``params``) and evaluate it against ``u_opt``.
+    """Run one policy (with ``params``) and evaluate it against ``u_opt``
+    (:func:`fairsched.runtime.measure.measure`), as a :class:`Row`.
 
     The row's ``policy`` is the name, with the parameters in brackets when given
     (``lyapunov[V=10]``).
     """
-    policy = make_policy(policy_name, **params)
-    start = time.perf_counter()
-    schedule = run(problem, policy, rounds, seed)
-    seconds = time.perf_counter() - start
-    report = evaluate(schedule, problem, u_opt)
-    diag = policy.diagnostics(u_opt)
-    label = policy_name + ("[" + ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in params.items()) + "]" if params else "")
-    row = Row(instance, beta, label, rounds, seed, u_opt, report.time_average_utility,
+    run = measure_run(problem, policy_name, rounds, seed, u_opt, **params)
+    report, diag = run.report, run.diagnostics
+    row = Row(instance, beta, policy_label(policy_name, params), rounds, seed, u_opt, report.time_average_utility,
               report.ratio, report.fairness_slack, report.max_debt,
-              diag.get("multilinear_value"), diag.get("lower_bound"), seconds)
-    return row, schedule
+              diag.get("multilinear_value"), diag.get("lower_bound"), run.seconds)
+    return row, run.schedule
+
+
+def policy_label(name: str, params: dict[str, Any]) -> str:
+    """``name``, or ``name[key=value,...]`` with numbers in ``%g`` form (``lyapunov[V=10]``)."""
+    if not params:
+        return name
+    return name + "[" + ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                                 for k, v in params.items()) + "]"
+
+
+def bundled_problem(name: str, beta: float | None = None) -> Problem:
+    """The bundled instance ``name`` (``"paper.toml"``) as a :class:`Problem`, at ``beta`` if given.
+
+    Read from the installed package (:mod:`importlib.resources`), never from the working
+    directory, so the experiments run the same from a wheel in any folder.
+    """
+    return problem_from_table(parse_table(bundled_bytes(name), source=name), source=name, beta=beta)
+
+
+def instance_stem(name: str) -> str:
+    """``"paper"`` for ``"paper.toml"``: how progress lines name an instance."""
+    return Path(name).stem
 
 
 def log(message: str) -> None:

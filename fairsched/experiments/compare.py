@@ -4,7 +4,8 @@
 
 writes ``results.md`` (the comparison table: ratio to U_opt, fairness slack, max debt,
 seconds), ``compare.csv`` (tidy rows), ``lyapunov_sweep.csv`` and, with matplotlib,
-``lyapunov_sweep.png`` (utility gap and largest queue against V).
+``lyapunov_sweep.png`` (utility gap and largest queue against V). The instances are the
+bundled ones, found by name wherever fairsched is installed.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import argparse
 import csv
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from fairsched.atomic import atomic_write
-from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
+from fairsched.experiments.common import (Row, bundled_problem, instance_stem, log, measure, output_folder,
+                                          write_csv)
 from fairsched.experiments.seed003 import COSTLY, PAPER
 from fairsched.instances.generators import PAPER_BETAS
-from fairsched.instances import load_instance
 from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate
 from fairsched.policies import Lyapunov
@@ -34,28 +35,28 @@ POLICIES: list[tuple[str, dict[str, Any]]] = [
 SWEEP_VS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 
 
-def cases(betas: Sequence[float] = PAPER_BETAS) -> list[tuple[Path, float | None]]:
-    """The paper instance at every β, then each costly instance."""
-    return [(PAPER, beta) for beta in betas] + [(path, None) for path in COSTLY]
+def cases(betas: Sequence[float] = PAPER_BETAS) -> list[tuple[str, float | None]]:
+    """The paper instance at every β, then each costly instance (bundled instances, by name)."""
+    return [(PAPER, beta) for beta in betas] + [(instance, None) for instance in COSTLY]
 
 
-def compare(rounds: int, seed: int, log=print) -> list[Row]:
+def compare(rounds: int, seed: int, log: Callable[[str], None] = print) -> list[Row]:
     """Run every policy on every case."""
     rows = []
-    for path, beta in cases():
-        problem = load_instance(path, beta=beta)
+    for instance, beta in cases():
+        problem = bundled_problem(instance, beta=beta)
         u_opt = optimum(problem).value
         for name, params in POLICIES:
-            row, _ = measure(problem, name, rounds, seed, u_opt, path.name, beta, **params)
+            row, _ = measure(problem, name, rounds, seed, u_opt, instance, beta, **params)
             rows.append(row)
-            log(f"{path.stem} β={beta} {row.policy:18s} ratio {row.ratio:.5f} "
+            log(f"{instance_stem(instance)} β={beta} {row.policy:18s} ratio {row.ratio:.5f} "
                 f"slack {row.fairness_slack:+.4f} debt {row.max_debt:.2f} ({row.seconds:.1f} s)")
     return rows
 
 
-def lyapunov_sweep(path: Path, rounds: int, seed: int) -> list[dict[str, float]]:
-    """Utility gap ``1 − ratio`` and largest virtual queue for each ``V``."""
-    problem = load_instance(path)
+def lyapunov_sweep(instance: str, rounds: int, seed: int) -> list[dict[str, float]]:
+    """Utility gap ``1 − ratio`` and largest virtual queue for each ``V`` on a bundled instance."""
+    problem = bundled_problem(instance)
     u_opt = optimum(problem).value
     out = []
     for V in SWEEP_VS:
@@ -130,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Produced by `{command}` (T = {args.rounds:,} rounds, seed {args.seed}).",
         "## Summary over all cases (paper instance at every β, three costly instances)",
         summary(rows),
-        f"## Lyapunov V sweep on {sweep_instance.name}",
+        f"## Lyapunov V sweep on {sweep_instance}",
         "\n".join(sweep_lines),
         "## Every case",
         table(rows),
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with atomic_write(out / "results.md") as handle:
         handle.write(text)
     if not args.no_plots:
-        plot_sweep(sweep, out / "lyapunov_sweep.png", sweep_instance.name)
+        plot_sweep(sweep, out / "lyapunov_sweep.png", sweep_instance)
     log(f"wrote {out}/results.md, compare.csv, lyapunov_sweep.csv" + ("" if args.no_plots else ", lyapunov_sweep.png"))
     return 0
 

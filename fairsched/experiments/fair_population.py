@@ -6,11 +6,11 @@ A population of clients falls into strata (urban, suburban, rural) with shares `
 the rural stratum is under-enrolled and its clients hold less data. The enrolled clients
 are the workers; worker ``u`` holds ``L_{u,j}`` examples of stratum ``j`` (mostly its home
 stratum). Both utilities are scheduled by the same fair policy (``fairdg``) with the same
-``k`` and floors ``r`` for ``T`` rounds (seed 003):
+``k`` and floors ``r`` for ``T`` rounds (the MMSM-CF problem of Li, Liu and Ji 2021):
 
-(a) ``AccuracyUtility`` on total sizes ``Σ_j L_{u,j}`` (seed 003, Section VI);
+(a) ``AccuracyUtility`` on total sizes ``Σ_j L_{u,j}`` (Li, Liu and Ji 2021, Section VI);
 (b) ``PropensityWeightedAccuracy`` with shares estimated by IPW from the enrolled clients'
-    strata and their estimated enrollment propensities (seed 000/001 §2B).
+    strata and their estimated enrollment propensities (FedIPW, Morishita 2026).
 
 Each schedule then trains federated logistic regression (:mod:`fairsched.fl`; the selected
 clients of round ``t`` run ``K`` local steps, aggregated by data size as FedAvg does) and

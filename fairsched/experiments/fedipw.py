@@ -1,4 +1,4 @@
-"""The FedIPW experiment of seeds 000/001 §4 at every bias level, with tables and figures.
+"""The FedIPW experiment (after Morishita 2026) at every bias level, with tables and figures.
 
     python -m fairsched.experiments.fedipw --out docs/fedipw --seeds 10
 
@@ -6,8 +6,8 @@ runs the six aggregation rules of :mod:`fairsched.fl.experiment` at the bias lev
 none / mild / moderate / severe and writes ``results.md`` (final excess loss, bias level ×
 rule, mean ± se; paired differences against the oracle), ``results.csv`` (tidy: one row
 per level, rule and seed), ``curves.csv`` (mean and se per level, rule and round) and, with
-matplotlib (``pip install 'fairsched[plot]'``), ``excess_vs_round.png`` and
-``final_vs_bias.png``. Every number is measured by this script.
+matplotlib (the ``plot`` extra), ``excess_vs_round.png`` and ``final_vs_bias.png``. Every
+number is measured by this script.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" --rounds {args.rounds}" if args.rounds is not None else "")
     total = sum(r.seconds for r in results.values())
     text = "\n\n".join([
-        "# FedIPW under enrollment and participation bias (seeds 000/001 §4)",
+        "# FedIPW under enrollment and participation bias (after Morishita 2026)",
         f"Produced by `{command}` ({total:.0f} s). Population: N = {pc.clients} clients, "
         f"{pc.n_local} examples each, d = {pc.dim}; R = {tc.rounds} rounds, K = {tc.local_steps} local "
         f"steps (lr {tc.local_lr}), server lr {tc.server_lr}/(1 + {tc.server_decay}·r), ridge μ = {tc.ridge}; "

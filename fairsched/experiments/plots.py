@@ -1,4 +1,4 @@
-"""Figures for the seed-003 reproduction (matplotlib, an optional extra: ``fairsched[plot]``)."""
+"""Figures for the reproduction of Li, Liu and Ji (2021), Section VI (matplotlib, the optional ``plot`` extra)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fairsched.extras import install_hint
 from fairsched.metrics import set_values
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
@@ -15,11 +16,11 @@ LABELS = {"faircg1": "FairCG1", "faircg2": "FairCG2", "fairdg": "FairDG", "greed
 
 
 def pyplot():
-    """matplotlib's pyplot on the Agg backend (an optional extra: ``fairsched[plot]``)."""
+    """matplotlib's pyplot on the Agg backend; ``ImportError`` saying how to install it when missing."""
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("plots need matplotlib: pip install 'fairsched[plot]'") from None
+        raise ImportError(f"plots need matplotlib, which is not installed: {install_hint('matplotlib')}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

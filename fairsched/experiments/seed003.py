@@ -1,37 +1,37 @@
-"""Reproduce seed 003, Section VI (Fig. 2 and Fig. 3) and run the same policies on costly instances.
+"""Reproduce Li, Liu and Ji (2021), Section VI (Fig. 2 and Fig. 3) and run the same policies on costly instances.
 
     python -m fairsched.experiments.seed003 --out docs/seed003
 
 writes ``results.md`` (markdown tables), ``paper_sweep.csv`` and ``costly.csv`` (tidy rows),
-and, with matplotlib installed (``pip install 'fairsched[plot]'``), the figures
-``fig2a_utility.png``, ``fig2b_fractions.png``, ``fig2c_worker1.png`` and ``fig3_ratios.png``.
+and, with matplotlib installed (the ``plot`` extra: ``pip install '.[plot]'`` in a fairsched
+checkout), the figures ``fig2a_utility.png``, ``fig2b_fractions.png``, ``fig2c_worker1.png`` and
+``fig3_ratios.png``. The instances are the bundled ones (``fairsched.instances``, found by name
+wherever fairsched is installed); tables label them by file name (``paper.toml``).
 
-The paper instance is a **[reconstruction]** (Table I's data sizes are not in the seed; see
-``instances/paper.toml``). Every number is measured by this script; nothing is copied.
+The paper instance is a **[reconstruction]** (the data sizes of the paper's Table I were not
+available to us; see the bundled ``paper`` instance and ``docs/mathematics.md`` §10). Every number is measured by this script; nothing is copied.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from fairsched.atomic import atomic_write
-from fairsched.experiments.common import Row, log, measure, output_folder, write_csv
+from fairsched.experiments.common import (Row, bundled_problem, instance_stem, log, measure, output_folder,
+                                          write_csv)
 from fairsched.instances.generators import PAPER_BETAS
-from fairsched.instances import load_instance
 from fairsched.lp.solve import optimum
 from fairsched.policies import PAPER_POLICIES
 from fairsched.problem import Problem
 from fairsched.schedule import Schedule
 
-ROOT = Path(__file__).resolve().parents[2]
-PAPER = ROOT / "instances" / "paper.toml"
-COSTLY = [ROOT / "instances" / name for name in
-          ("coverage.toml", "facility-location.toml", "concave-modular.toml")]
+#: bundled instances by name; the name is also their label in every table
+PAPER = "paper.toml"
+COSTLY = ("coverage.toml", "facility-location.toml", "concave-modular.toml")
 COSTLY_POLICIES = ("faircg1", "faircg2", "fairdg", "greedy", "random", "round-robin")
 FIG2_BETA = 0.42
 WORKER1_ROUNDS = 2000
@@ -43,10 +43,10 @@ def paper_sweep(rounds: int, seed: int, betas: Sequence[float] = PAPER_BETAS,
     rows, fig2 = [], {}
     fig2_problem = None
     for beta in betas:
-        problem = load_instance(PAPER, beta=beta)
+        problem = bundled_problem(PAPER, beta=beta)
         u_opt = optimum(problem).value
         for name in PAPER_POLICIES:
-            row, schedule = measure(problem, name, rounds, seed, u_opt, PAPER.name, beta)
+            row, schedule = measure(problem, name, rounds, seed, u_opt, PAPER, beta)
             rows.append(row)
             log(f"paper β={beta:.2f} {name:8s} ratio {row.ratio:.5f} slack {row.fairness_slack:+.5f} "
                 f"({row.seconds:.1f} s)")
@@ -59,13 +59,13 @@ def paper_sweep(rounds: int, seed: int, betas: Sequence[float] = PAPER_BETAS,
 def costly_runs(rounds: int, seed: int, log=print) -> list[Row]:
     """Every policy on each bundled costly instance."""
     rows = []
-    for path in COSTLY:
-        problem = load_instance(path)
+    for instance in COSTLY:
+        problem = bundled_problem(instance)
         u_opt = optimum(problem).value
         for name in COSTLY_POLICIES:
-            row, _ = measure(problem, name, rounds, seed, u_opt, path.name, None)
+            row, _ = measure(problem, name, rounds, seed, u_opt, instance, None)
             rows.append(row)
-            log(f"{path.stem} {name:11s} ratio {row.ratio:.5f} slack {row.fairness_slack:+.5f} "
+            log(f"{instance_stem(instance)} {name:11s} ratio {row.ratio:.5f} slack {row.fairness_slack:+.5f} "
                 f"({row.seconds:.1f} s)")
     return rows
 
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = (f"python -m fairsched.experiments.seed003 --out {args.out} --rounds {args.rounds} "
                f"--costly-rounds {args.costly_rounds} --seed {args.seed}")
     text = "\n\n".join([
-        "# Seed 003, Section VI: reproduction on the reconstructed instance",
+        "# Li, Liu and Ji (2021), Section VI: reproduction on the reconstructed instance",
         f"Produced by `{command}`.",
         f"## Fig. 3 as a table: ratio to U_opt against β (T = {args.rounds:,}, seed {args.seed})",
         paper_table(rows),

@@ -3,7 +3,9 @@
 - :mod:`~fairsched.fl.model`: client data, the target objective ``F`` and ``F*``, local steps;
 - :mod:`~fairsched.fl.population`: a population whose covariates drive data and selection;
 - :mod:`~fairsched.fl.training`: the weighted (Hájek) aggregation loop;
-- :mod:`~fairsched.fl.experiment`: the six-rule FedIPW experiment (seed 000/001 §4).
+- :mod:`~fairsched.fl.experiment`: the six-rule FedIPW experiment, after the synthetic experiment of
+  Morishita, "Who Trains Matters: Federated Learning under Enrollment and Participation
+  Selection Biases" (2026).
 """
 
 from fairsched.fl.errors import SimulationError

@@ -1,4 +1,7 @@
-"""The FedIPW experiment: six aggregation rules on one biased population (seed 000/001 §4).
+"""The FedIPW experiment: six aggregation rules on one biased population.
+
+After the synthetic experiment of Morishita, "Who Trains Matters: Federated Learning under
+Enrollment and Participation Selection Biases" (2026); ``docs/selection_bias.md`` §7.
 
 Per seed: draw a population (:mod:`fairsched.fl.population`) with enrollment bias at the
 chosen level, solve ``F*`` centrally on the whole population, fit the two-stage propensity
@@ -13,7 +16,8 @@ Participant ``i`` in round ``r`` gets the aggregation weight
 ``fedipw``             ``1/(π̂^enroll_i·π̂^part_{i,r})`` (estimated two-stage, Hájek)
 ``oracle_ipw``         ``1/(π^enroll_i·π^part_{i,r})`` (true propensities)
 ``calibration``        ``w^cal_i/π̂^part_{i,r}``, ``w^cal`` raked to the exact population
-                       region shares and means of ``z1, z2`` (seed 000 §2C)
+                       margins of ``calibration_vars`` (default: region shares and the
+                       mean of ``z1``; aggregate calibration)
 ``calibration_noisy``  the same with noisy margins (means + N(0, η²), shares × e^{N(0, η²)})
 =====================  =========================================================
 

@@ -6,11 +6,11 @@ example is ``ℓ(θ; x, y) = log(1 + e^{x·θ}) − y·x·θ``. The target-popul
 
     F(θ) = Σ_{i,k} ω_{ik}·ℓ(θ; x_ik, y_ik) + (μ/2)·‖θ‖²,   Σ ω = 1,
 
-with example weights ``ω`` describing the target (for seed 000/001's client-level target
-``ω_{ik} = 1/(N·n_i)``, i.e. ``F = (1/N) Σ_i f_i``); ``μ > 0`` makes ``F`` strongly convex
-(the setting of seed 000 §3). ``F* = min F`` is solved centrally with L-BFGS
-(``scipy.optimize.minimize``). Local training (FedAvg) runs ``K`` full-batch gradient steps
-on ``f_i(θ) + (μ/2)‖θ‖²`` for all participants at once.
+with example weights ``ω`` describing the target (for FedIPW's client-level target,
+Morishita 2026: ``ω_{ik} = 1/(N·n_i)``, i.e. ``F = (1/N) Σ_i f_i``); ``μ > 0`` makes ``F``
+strongly convex (the setting of Morishita's optimisation analysis). ``F* = min F`` is
+solved centrally with L-BFGS (``scipy.optimize.minimize``). Local training (FedAvg) runs
+``K`` full-batch gradient steps on ``f_i(θ) + (μ/2)‖θ‖²`` for all participants at once.
 """
 
 from __future__ import annotations

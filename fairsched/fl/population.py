@@ -1,4 +1,8 @@
-"""A synthetic population of clients with enrollment and participation selection (seed 000/001 §4).
+"""A synthetic population of clients with enrollment and participation selection.
+
+Modelled on the synthetic federated-logistic-regression experiment of Morishita, "Who Trains
+Matters: Federated Learning under Enrollment and Participation Selection Biases" (2026); the
+population and its parameters below are fairsched's own.
 
 Every client ``i = 1..N`` has pre-enrollment covariates ``Z_i = (z1, z2, region)``
 (``z1, z2 ~ N(0, 1)``, ``region ∈ {0, 1, 2}`` with shares 0.5/0.3/0.2). The covariates
@@ -6,7 +10,7 @@ drive both the data and the selection:
 
 - data: ``n_local`` examples ``x = (1, x_1..x_{d−1})``, ``x_k ~ N(0, 1)``, labels
   ``y ~ Bernoulli(expit(x·θ_i))`` with ``θ_i = θ_0 + z1·u_1 + z2·u_2 + v_{region}``
-  (gradient heterogeneity ``G`` in seed 000 §3);
+  (the gradient heterogeneity ``G`` of Morishita's bias-floor bound);
 - enrollment: ``logit π^enroll_i = a_0 + s·(z1 + z2 − [region = 2])`` with the bias
   strength ``s`` = 0 / 0.5 / 1.0 / 1.5 for the levels none / mild / moderate / severe
   (``a_0 = 0``: about half the population enrolls);

@@ -1,4 +1,4 @@
-"""The federated training loop with weighted (Hájek) aggregation (seed 000/001 §2B).
+"""The federated training loop with weighted (Hájek) aggregation (FedIPW, Morishita 2026).
 
 Round ``r``: the participants ``A_r`` run ``K`` local steps from the global ``θ_r`` and
 return ``Δ_{i,r}``; the server moves to
@@ -6,7 +6,8 @@ return ``Δ_{i,r}``; the server moves to
     θ_{r+1} = θ_r + η_r · Σ_{i∈A_r} w_{i,r} Δ_{i,r} / Σ_{i∈A_r} w_{i,r},   η_r = η_g / (1 + ρ·r).
 
 The decay ``ρ`` averages out the round-to-round sampling noise of large IPW weights (the
-variance term of seed 000 §3), leaving the bias floor that the experiment measures.
+variance term of Morishita's excess-loss bound), leaving the bias floor that the
+experiment measures.
 
 ``w = 1`` is FedAvg over participants (equal local sizes) and ``w = 1/p̂`` is FedIPW's Hájek
 form of ``(1/N) Σ_{i∈A_r} Δ_{i,r}/p̂_{i,r}``. A round without participants leaves ``θ``.

@@ -1,8 +1,11 @@
-"""Instance generators: the reconstructed seed-003 instance and families where fairness is costly.
+"""Instance generators: the reconstructed paper instance and families where fairness is costly.
 
-Every generator is deterministic in its ``seed`` and returns an instance table (the dict
-form of an instance file), so the same call writes the same file on every machine;
-``instances/generate.py`` writes the bundled instances with them.
+The paper instance is the simulation of Li, Liu and Ji, "Federated Learning with Fair
+Worker Selection: A Multi-Round Submodular Maximization Approach" (2021), Section VI, with
+reconstructed data sizes (``docs/mathematics.md`` §10). Every generator is deterministic
+in its ``seed`` and returns an instance table (the dict form of an instance file), so the
+same call writes the same file on every machine; ``python -m fairsched.instances.generate``
+writes the bundled instances with them.
 """
 
 from __future__ import annotations
@@ -11,17 +14,17 @@ from typing import Any
 
 import numpy as np
 
-#: seed 003, Section VI: r = beta * r_base; the paper reports r at beta = 0.42.
+#: Li, Liu and Ji (2021), Section VI: r = beta * r_base; the paper reports r at beta = 0.42.
 PAPER_R_BASE = [0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 1.5]
-#: [reconstruction] Table I's data sizes are not in the seed. These are chosen so that plain
-#: greedy (largest total size) picks workers 2, 3, 4, 6, 7, 8 (1-based), as the seed reports,
-#: and U_opt runs from about 0.848 (beta = 0) to 0.841 (beta = 0.6) as REFERENCE.md §8 states.
+#: [reconstruction] The data sizes of the paper's Table I were not available to us. These are
+#: chosen so that plain greedy (largest total size) picks workers 2, 3, 4, 6, 7, 8 (1-based),
+#: as the paper reports; U_opt then runs from 0.8481 (beta = 0) to 0.8436 (beta = 0.6).
 PAPER_SIZES = [260, 520, 480, 450, 300, 500, 460, 440, 280, 250]
 PAPER_BETAS = [round(0.06 * i, 2) for i in range(11)]
 
 
 def paper_instance(beta: float = 0.42) -> dict[str, Any]:
-    """Seed 003, Section VI: n = 10, k = 6, T = 10^5, accuracy utility (a, b, c) = (0.05, 0.5, −0.2)."""
+    """Li, Liu and Ji (2021), Section VI: n = 10, k = 6, T = 10^5, accuracy utility (a, b, c) = (0.05, 0.5, −0.2)."""
     return {
         "name": "seed003-section6",
         "k": 6,

@@ -4,7 +4,7 @@ Each adapter lives in its own module and imports its framework only there, so
 ``import fairsched`` (and ``import fairsched.integrations``) never needs one:
 
 - :mod:`fairsched.integrations.flower`: a Flower Message-API strategy
-  (``pip install 'fairsched[flower]'``).
+  (``pip install 'flwr>=1.42,<1.43'``, or from a fairsched checkout ``pip install '.[flower]'``).
 """
 
 __all__: list[str] = []

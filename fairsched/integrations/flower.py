@@ -15,13 +15,14 @@
 
    - ``weighting="fedavg"``: ``ω_i ∝ n_i``, the ``num-examples`` a node reports;
    - ``weighting="ipw"``: ``ω_i ∝ n_i / (π_select_i · π̂_part_i)``, the Hájek form of
-     FedIPW's inverse-probability weighting (seeds 000/001; ``../shared/REFERENCE.md``
-     §9), where ``π_select_i`` is the probability that worker ``i`` is selected when
-     connected and ``π̂_part_i`` the probability that it serves once selected. By default
-     both are running fractions over the rounds so far, this one included:
-     ``π_select_i = sel_i / present_i`` and ``π̂_part_i = served_i / sel_i`` (so their
-     product is the worker's served fraction of its connected rounds); either can be a
-     callable ``(worker_id, server_round) -> probability in (0, 1]`` instead;
+     FedIPW's inverse-probability weighting (Morishita, "Who Trains Matters: Federated
+     Learning under Enrollment and Participation Selection Biases", 2026;
+     ``docs/mathematics.md`` §11), where ``π_select_i`` is the probability that worker
+     ``i`` is selected when connected and ``π̂_part_i`` the probability that it serves
+     once selected. By default both are running fractions over the rounds so far, this
+     one included: ``π_select_i = sel_i / present_i`` and ``π̂_part_i = served_i / sel_i``
+     (so their product is the worker's served fraction of its connected rounds); either
+     can be a callable ``(worker_id, server_round) -> probability in (0, 1]`` instead;
 
 5. if ``checkpoint_path`` is set, ``scheduler.save(checkpoint_path)`` after every round,
    and if ``history_path`` is set, :attr:`FairschedStrategy.history` is rewritten there
@@ -81,7 +82,7 @@ try:
     from flwr.serverapp.strategy import FedAvg
 except ImportError as exc:  # pragma: no cover - exercised only without flwr
     raise ImportError("fairsched.integrations.flower needs Flower's Message API (flwr >= 1.42): "
-                      "pip install 'fairsched[flower]'") from exc
+                      "pip install 'flwr>=1.42,<1.43', or from a fairsched checkout: pip install '.[flower]'") from exc
 
 from fairsched.atomic import atomic_write
 from fairsched.runtime.scheduler import Scheduler
@@ -119,8 +120,8 @@ def inverse_probability_weights(num_examples: Iterable[float], pi_select: Iterab
 
     ``π_select_i · π̂_part_i`` is worker ``i``'s inclusion probability (selected, then
     served), so ``Σ ω_i θ_i`` estimates the ``n``-weighted average over all workers, not
-    only over those that are selected and serve most often (FedIPW, seeds 000/001;
-    REFERENCE.md §9). Every probability must be in ``(0, 1]``.
+    only over those that are selected and serve most often (FedIPW, Morishita 2026;
+    ``docs/mathematics.md`` §11). Every probability must be in ``(0, 1]``.
     """
     n = np.asarray(list(num_examples), dtype=np.float64)
     ps = np.asarray(list(pi_select), dtype=np.float64)

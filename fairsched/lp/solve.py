@@ -1,9 +1,10 @@
-"""``U_opt``: the best time-average utility of any fair policy (REFERENCE.md §2).
+"""``U_opt``: the best time-average utility of any fair policy (``docs/mathematics.md`` §2–§3).
 
     U_opt = max Σ_S p_S f(S)  s.t.  Σ_{S ∋ u} p_S >= r_u,  Σ_S p_S = 1,  p >= 0
 
-over stationary randomised policies (seed 003, Problem (5)). For a monotone ``f`` the
-columns can be restricted to the ``C(n, k)`` sets of size exactly ``k``. The dual prices
+over stationary randomised policies (Li, Liu and Ji, "Federated Learning with Fair Worker
+Selection: A Multi-Round Submodular Maximization Approach", 2021, Problem (5)). For a
+monotone ``f`` the columns can be restricted to the ``C(n, k)`` sets of size exactly ``k``. The dual prices
 ``λ_u >= 0`` of the fairness rows are the utility lost per unit of ``r_u``.
 
 Two methods: **enumeration** builds all ``C(n, k)`` columns and solves the LP once;

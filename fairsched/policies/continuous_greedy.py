@@ -1,8 +1,10 @@
 """FairCG1 and FairCG2: continuous greedy on the multilinear extension, then pipage rounding.
 
-Seed 003, Section IV; the constructions are REFERENCE.md §4 **[reconstruction]** (the seed
-states the properties, not the algorithms). With ``F`` the multilinear extension of ``f``,
-``P_r = {x ∈ [0,1]^n : Σx <= k, x >= r}`` and ``δ = 1/steps``:
+Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round Submodular
+Maximization Approach" (2021), Section IV, state the properties of FairCG1 and FairCG2
+(Theorems 1–4); the steps below are our **[reconstruction]** with those properties
+(``docs/mathematics.md`` §6), as the algorithms' steps were not available to us. With ``F``
+the multilinear extension of ``f``, ``P_r = {x ∈ [0,1]^n : Σx <= k, x >= r}`` and ``δ = 1/steps``:
 
 - **FairCG1**: ``y(0) = 0``; each step ``v = argmax_{v ∈ P_r} <∇F(y), v>``, ``y += δ·v``.
   ``y(1)`` averages points of ``P_r`` so it lies in ``P_r``; intermediate points need not.
@@ -160,7 +162,7 @@ class _ContinuousGreedy(Policy):
 
 
 class FairCG1(_ContinuousGreedy):
-    """FairCG1 (seed 003, Theorem 2): continuous greedy from 0 over ``P_r``, then pipage rounding."""
+    """FairCG1 (Li, Liu and Ji 2021, Theorem 2): continuous greedy from 0 over ``P_r``, then pipage rounding."""
 
     name = "faircg1"
     start_at_floor = False
@@ -174,7 +176,7 @@ class FairCG1(_ContinuousGreedy):
 
 
 class FairCG2(_ContinuousGreedy):
-    """FairCG2 (seed 003, Theorem 4): continuous greedy from ``r`` inside ``P_r``, then pipage rounding."""
+    """FairCG2 (Li, Liu and Ji 2021, Theorem 4): continuous greedy from ``r`` inside ``P_r``, then pipage rounding."""
 
     name = "faircg2"
     start_at_floor = True

@@ -1,4 +1,7 @@
-"""FairDG: fair discrete greedy with fairness debts (seed 003, Section V, Algorithm 3).
+"""FairDG: fair discrete greedy with fairness debts (``docs/mathematics.md`` §8).
+
+Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round Submodular
+Maximization Approach" (2021), Section V, Algorithm 3.
 
 Before round ``t`` the debt of worker ``u`` is ``D_u = r_u·t − N_u(t−1)`` and
 ``A_t = {u : r_u > 0, D_u >= 0}`` are the workers at or behind schedule.
@@ -10,12 +13,12 @@ Before round ``t`` the debt of worker ``u`` is ``D_u = r_u·t − N_u(t−1)`` a
 With availability, ``A_t`` and the greedy completion are restricted to the available
 workers; an unavailable worker's debt keeps growing until it is back.
 
-The seed ranks by debt alone and proves debt ``< 1`` for a homogeneous ``r``. With a
-heterogeneous ``r`` and ``Σ r = k`` that ranking can let a debt reach 1 (see
+The paper ranks by debt alone and proves debt ``< 1`` for a homogeneous ``r`` (Theorem 5).
+With a heterogeneous ``r`` and ``Σ r = k`` that ranking can let a debt reach 1 (see
 ``tests/test_fairdg.py`` for a kept counter-example), so the default ranking is
 earliest deadline first: worker ``u``'s debt reaches 1 after ``(1 − D_u)/r_u`` more
 rounds without selection; smaller first, ties to the larger debt, then the lower index.
-``rank="debt"`` restores the seed's rule (largest debt first, ties to the lower index).
+``rank="debt"`` restores the paper's rule (largest debt first, ties to the lower index).
 
 Complexity: the greedy completion depends only on ``A_t``, so it is cached per distinct
 ``A_t``; a round costs ``O(n)`` numpy work plus ``O(k)`` gain evaluations on a cache miss.
@@ -35,7 +38,7 @@ RANKS = ("deadline", "debt")
 
 
 class FairDG(Policy):
-    """Fair discrete greedy (seed 003, Algorithm 3) with an explicit deterministic ranking.
+    """Fair discrete greedy (Li, Liu and Ji 2021, Algorithm 3) with an explicit deterministic ranking.
 
     Parameters
     ----------

@@ -1,12 +1,12 @@
-"""Policies that play the LP optimum ``p*`` (REFERENCE.md §2 and §7): ``lp-random`` and ``lp-sequenced``.
+"""Policies that play the LP optimum ``p*`` (``docs/mathematics.md`` §2 and §9): ``lp-random`` and ``lp-sequenced``.
 
 ``U_opt`` is reached by any schedule whose set frequencies converge to ``p*``. Drawing
 ``S_t ~ p*`` i.i.d. (``lp-random``) gets there in expectation but lets debts drift like
 ``√T``. ``lp-sequenced`` plays the support of ``p*`` deterministically:
 
-1. **Margin.** Solve the LP with floors ``r + ε`` (capped at 1 and at ``Σ = k``), where
-   ``ε`` is the largest value up to ``margin`` whose utility loss, measured by re-solving,
-   is at most ``loss`` (relative). Every worker's expected rate then exceeds its floor by
+1. **Margin** (optional, off by default: ``margin=0``). Solve the LP with floors ``r + ε``
+   (capped at 1 and at ``Σ = k``), where ``ε`` is the largest value up to ``margin`` whose
+   utility loss, measured by re-solving, is at most ``loss`` (relative). Every worker's expected rate then exceeds its floor by
    ``ε``, so debts drift downwards at rate ``ε``.
 2. **Deficit sequencing.** Each round play the support set with the largest deficit
    ``p_S·t − c_S(t−1)`` (ties to the larger ``p_S``, then the lower index): set counts stay

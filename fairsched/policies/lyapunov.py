@@ -1,4 +1,4 @@
-"""Lyapunov drift-plus-penalty (Neely 2010; RBCS-F, Huang et al. 2020): REFERENCE.md §7.
+"""Lyapunov drift-plus-penalty (Neely 2010; RBCS-F, Huang et al. 2020): ``docs/mathematics.md`` §9.
 
 Each worker has a virtual queue ``Q_u`` of unmet fairness. Every round
 

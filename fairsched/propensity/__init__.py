@@ -1,6 +1,10 @@
 """Selection bias: propensity models, IPW, weight diagnostics, calibration and FLOSS.
 
-One module per idea (REFERENCE.md §9; seeds 000/001 and 002):
+The tools of FedIPW (G. Morishita, "Who Trains Matters: Federated Learning under
+Enrollment and Participation Selection Biases", 2026) and FLOSS (D. J. Goetze, D. J.
+Felten, J. R. Albrecht and R. Bhattacharya, "FLOSS: Federated Learning with Opt-Out and
+Straggler Support", arXiv:2507.23115, 2025); the formulas are in ``docs/mathematics.md``
+§11 and ``docs/selection_bias.md``. One module per idea:
 
 - :mod:`~fairsched.propensity.logistic`: unpenalised logistic regression with standard
   errors and singular-design / separation detection (scikit-learn, imported lazily);

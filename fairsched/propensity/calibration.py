@@ -1,4 +1,6 @@
-"""Aggregate calibration of the enrolled units' weights to population summaries (seed 000 §2C).
+"""Aggregate calibration of the enrolled units' weights to population summaries.
+
+FedIPW's extension for limited information (Morishita 2026; ``docs/mathematics.md`` §11).
 
 When covariates of non-enrolled units are unknown, enrollment cannot be modelled; what is
 often known are population summaries: category shares (region, OS) and means. Base
@@ -22,7 +24,8 @@ Margins are reachable by positive weights only if ``b̄_target`` lies in the (re
 interior of the) convex hull of the ``b_i``: a category with a positive target share that no
 enrolled unit has, or a target mean outside the enrolled units' range, cannot be reached;
 :class:`CalibrationError` says which. Calibration is as good as its margins: noise in
-``b̄_target`` moves the weights to a wrong population (seed 000 §4).
+``b̄_target`` moves the weights to a wrong population (Morishita 2026 reports the same
+sensitivity to noisy summaries).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@
 - trimming: cap weights at a quantile or at ``max_ratio × mean`` and rescale so the total
   weight is unchanged (repeated until the cap holds after rescaling).
 
-Large weights are the price of correcting strong selection (seed 000 §3: the variance term
-of the bound); these diagnostics say how much of the sample is effectively left.
+Large weights are the price of correcting strong selection (in Morishita's 2026 analysis of
+FedIPW they enter the variance term of the excess-loss bound); these diagnostics say how
+much of the sample is effectively left.
 """
 
 from __future__ import annotations

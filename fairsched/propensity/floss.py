@@ -1,4 +1,7 @@
-"""FLOSS: response propensities under opt-out that depends on satisfaction (seed 002 §2B–C).
+"""FLOSS: response propensities under opt-out that depends on satisfaction.
+
+After Goetze, Felten, Albrecht and Bhattacharya, "FLOSS: Federated Learning with Opt-Out
+and Straggler Support" (arXiv:2507.23115, 2025); ``docs/mathematics.md`` §11.
 
 Response ``R`` (1: the user kept participating) depends on device information ``D'`` and
 on satisfaction ``S``, which is seen only for responders: missing not at random. A shadow
@@ -7,7 +10,7 @@ affect response once ``(D', S)`` are known: ``R ⟂ Z | (D', S)``. With the mode
 
     π(D', S) = P(R = 1 | D', S) = expit(θ_0 + α·D' + γ·S),
 
-the true ``θ = (θ_0, α, γ)`` solves the moment equations (seed 002 §2B, Eq. 1)
+the true ``θ = (θ_0, α, γ)`` solves FLOSS's moment equations
 
     m(θ) = (1/n) Σ_i (R_i / π(D'_i, S_i; θ) − 1) · h(D'_i, Z_i) = 0,   h = (1, D', Z),
 
@@ -18,7 +21,7 @@ system is solved with ``scipy.optimize.root`` (``hybr`` when just identified, ``
 squares when ``Z`` has several columns); standard errors are the sandwich
 ``J⁻¹ Ω J⁻ᵀ / n`` of a just-identified M-estimator.
 
-Then (seed 002 §2C): sample ``k`` responders with probability ``∝ 1/π̂`` for the next round
+Then, as in FLOSS: sample ``k`` responders with probability ``∝ 1/π̂`` for the next round
 and aggregate their updates, optionally clipped to norm ``C`` with Gaussian noise ``σ·C``
 (differential privacy).
 """

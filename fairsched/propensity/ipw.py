@@ -1,4 +1,6 @@
-"""Inverse-probability-weighted estimators (seed 000/001 §2B; seed 002 §2C).
+"""Inverse-probability-weighted estimators (FedIPW, Morishita 2026; FLOSS, Goetze et al. 2025).
+
+``docs/mathematics.md`` §11 has the references.
 
 With inclusion probabilities ``p_i`` of the observed units ``i ∈ A`` of a population of
 size ``N``:

@@ -1,6 +1,6 @@
 """Unpenalised logistic regression with standard errors: the default propensity model.
 
-Seed 000/001 §2B estimate both selection stages by logistic regression:
+fairsched estimates both selection stages of FedIPW (Morishita 2026) by logistic regression:
 ``logit P(y = 1 | x) = β_0 + x·β``. The fit is the maximum-likelihood estimate; standard
 errors come from the inverse observed Fisher information
 
@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fairsched.extras import missing_dependency
 from fairsched.propensity.errors import EstimationError, ShapeError, SingularDesignError
 from fairsched.propensity.validation import as_binary, as_matrix
 from fairsched.results import Result
@@ -125,8 +126,8 @@ def _sklearn_unpenalised(**kwargs: Any):
     try:
         import sklearn
         from sklearn.linear_model import LogisticRegression
-    except ImportError:
-        raise ImportError("propensity models need scikit-learn: pip install scikit-learn") from None
+    except ImportError as exc:
+        raise missing_dependency(exc, "the logistic propensity models") from None
     major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
     # scikit-learn 1.8 deprecated penalty=None in favour of C=inf (same estimator).
     if (major, minor) >= (1, 8):

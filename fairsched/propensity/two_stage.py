@@ -1,4 +1,7 @@
-"""Two-stage inclusion propensities: enrollment times participation (seed 000/001 §2A–B).
+"""Two-stage inclusion propensities: enrollment times participation.
+
+The two-stage selection model of FedIPW (Morishita, "Who Trains Matters: Federated Learning
+under Enrollment and Participation Selection Biases", 2026; ``docs/mathematics.md`` §11).
 
 Stage 1, enrollment, is fitted on a population frame (covariates ``Z_i`` of every unit,
 enrolled or not, and the flag ``E_i``):
@@ -10,7 +13,7 @@ covariates ``X_{i,r}`` and the flag ``A_{i,r}``):
 
     π^part_{i,r} = P(A_{i,r} = 1 | E_i = 1, Z_i, X_{i,r}) = expit(b_0 + Z_i·b_Z + X_{i,r}·b_X).
 
-The inclusion probability of unit ``i`` in round ``r`` factorises (seed 000 §2A):
+The inclusion probability of unit ``i`` in round ``r`` factorises:
 
     p_{i,r} = π^enroll_i · π^part_{i,r},
 

@@ -53,7 +53,8 @@ def check_propensities(p: Any, name: str = "propensities") -> np.ndarray:
     """Validate inclusion probabilities: every entry finite and in ``(0, 1]``.
 
     A unit with probability 0 can never be observed, so no weight can represent it
-    (positivity, seed 000 §2B); a probability above 1 is not a probability.
+    (positivity, which FedIPW's unbiasedness assumes; Morishita 2026); a probability above
+    1 is not a probability.
     """
     arr = np.asarray(p, dtype=np.float64)
     flat = arr.reshape(-1)

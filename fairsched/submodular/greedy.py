@@ -1,6 +1,7 @@
 """Discrete greedy for ``max f(S)`` subject to ``|S| <= k`` (Nemhauser, Wolsey, Fisher 1978).
 
-The ``(1 − 1/e)`` greedy that FairDG uses to complete a partial set (seed 003, Algorithm 3).
+The ``(1 − 1/e)`` greedy that FairDG uses to complete a partial set (Li, Liu and Ji 2021,
+Algorithm 3; ``docs/mathematics.md`` §4 and §8).
 Ties are broken towards the lowest worker index so that schedules are deterministic.
 """
 

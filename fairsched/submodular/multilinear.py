@@ -1,4 +1,4 @@
-"""The multilinear extension of a set function and its gradient (REFERENCE.md §3).
+"""The multilinear extension of a set function and its gradient (``docs/mathematics.md`` §5).
 
 ``F(y) = E[f(R(y))]`` where ``R(y)`` contains worker ``u`` independently with
 probability ``y_u``, and ``∂F/∂y_u = E[f(R ∪ {u}) − f(R \\ {u})]``.

@@ -1,7 +1,7 @@
-"""Randomized pipage rounding of a fractional point to a set (REFERENCE.md §5).
+"""Randomized pipage rounding of a fractional point to a set (``docs/mathematics.md`` §7).
 
-Chekuri, Vondrák, Zenklusen 2010 (randomized pipage / dependent rounding); seed 003,
-Section IV. While two coordinates ``i, j`` are fractional, with
+Chekuri, Vondrák, Zenklusen 2010 (randomized pipage / dependent rounding), as FairCG uses
+it in Li, Liu and Ji 2021, Section IV. While two coordinates ``i, j`` are fractional, with
 ``α = min(1 − y_i, y_j)`` and ``β = min(y_i, 1 − y_j)``: with probability ``β/(α+β)``
 set ``y_i += α, y_j −= α``, else ``y_i −= β, y_j += β``. Each step keeps ``E[y]`` and
 ``Σ y`` and makes at least one of the two integral; a last fractional coordinate is
@@ -92,7 +92,7 @@ def pipage_round(y: Any, seed: Seed) -> np.ndarray:
     """Round ``y ∈ [0, 1]^n`` to a random set ``S`` with ``P[u ∈ S] = y_u``.
 
     Randomized pipage rounding (Chekuri, Vondrák, Zenklusen 2010 (randomized pipage /
-    dependent rounding); seed 003, Section IV): while two coordinates ``i, j`` are
+    dependent rounding); Li, Liu and Ji 2021, Section IV): while two coordinates ``i, j`` are
     fractional, ``α = min(1 − y_i, y_j)``, ``β = min(y_i, 1 − y_j)``; with probability
     ``β/(α+β)`` ``y_i += α, y_j −= α``, else ``y_i −= β, y_j += β``; a last fractional
     coordinate is included with probability equal to its value. ``|S| <= ceil(Σ y)``,
@@ -128,7 +128,7 @@ def pipage_round_batch(y: Any, draws: int, seed: Seed) -> np.ndarray:
     """``draws`` independent pipage roundings of ``y`` as boolean masks ``(draws, n)``.
 
     The same procedure as :func:`pipage_round` (Chekuri, Vondrák, Zenklusen 2010
-    (randomized pipage / dependent rounding); seed 003, Section IV), vectorised across
+    (randomized pipage / dependent rounding); Li, Liu and Ji 2021, Section IV), vectorised across
     draws: one pass over the coordinates, each step a numpy operation over all draws
     (every draw meets coordinate ``j`` still at ``y_j``; only the carry differs).
     Row ``d`` has ``P[u ∈ S_d] = y_u``, ``|S_d| <= ceil(Σ y)``, ``= Σ y`` if integer.

@@ -1,7 +1,9 @@
 """Accuracy utility: an inverse power-law learning curve of the total data size.
 
-``f(S) = (1 − a) − b · (Σ_{u∈S} sizes_u)^c`` for non-empty ``S`` and ``f(∅) = 0``
-(seed 003, Section VI), with ``b > 0`` and ``c < 0``.
+``f(S) = (1 − a) − b · (Σ_{u∈S} sizes_u)^c`` for non-empty ``S`` and ``f(∅) = 0``, with
+``b > 0`` and ``c < 0``: the utility of the simulations of Li, Liu and Ji, "Federated
+Learning with Fair Worker Selection: A Multi-Round Submodular Maximization Approach"
+(2021), Section VI (``docs/mathematics.md`` §10).
 """
 
 from __future__ import annotations
@@ -22,6 +24,19 @@ class AccuracyUtility(SetFunction):
     monotone submodular there; the jump from ``∅`` can break both properties when sizes
     are small, see :meth:`submodularity_problem`. ``n``, if given, is the number of
     workers ``sizes`` must describe.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import AccuracyUtility
+    >>> f = AccuracyUtility([100, 200, 300])          # (a, b, c) = (0.05, 0.5, -0.2)
+    >>> round(f.value([0, 2]), 6), f.value([])
+    (0.799146, 0.0)
+    >>> f.gains([0]).round(6).tolist()                 # f({0, u}) - f({0}) for every u
+    [0.0, 0.039265, 0.048199]
+    >>> f.submodularity_problem() is None
+    True
+    >>> AccuracyUtility([0.01, 1.0]).submodularity_problem()
+    'not monotone: f({0}) = -0.305943 < 0 = f({}) (size 0.01 is too small for a=0.05, b=0.5, c=-0.2)'
     """
 
     kind = "accuracy"

@@ -1,10 +1,11 @@
 """The set-function protocol every utility oracle implements.
 
 A utility is a monotone submodular ``f: 2^N -> R+`` with ``f(∅) = 0`` over workers
-``0..n-1`` (seed 003, Section III). Sets are sorted ``int64`` index arrays; batches of
-sets are boolean masks of shape ``(m, n)``. Subclasses implement :meth:`values`
-(vectorised over a batch) and should override :meth:`gains` when a closed form for the
-marginal gains of all workers at once is cheaper than ``n`` evaluations.
+``0..n-1``, as in Li, Liu and Ji (2021), Section III (``docs/mathematics.md`` §1). Sets are
+sorted ``int64`` index arrays; batches of sets are boolean masks of shape ``(m, n)``.
+Subclasses implement :meth:`values` (vectorised over a batch) and should override
+:meth:`gains` when a closed form for the marginal gains of all workers at once is cheaper
+than ``n`` evaluations.
 """
 
 from __future__ import annotations

@@ -79,6 +79,21 @@ def check_submodular(f: SetFunction | Callable[[tuple[int, ...]], float], trials
     random permutation, prefixes ``A ⊆ B`` of it and a later element ``x ∉ B``; all
     ``4·trials + 1`` sets are evaluated in one batch. The first violation found (checked
     in the order normalisation, monotonicity, submodularity) is reported with its sets.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import Coverage, check_submodular
+    >>> report = check_submodular(Coverage([[0, 1], [1, 2], [3]], [1.0, 2.0, 1.0, 5.0]))
+    >>> bool(report), report.status
+    (True, 'no-violation')
+
+    A plain callable gets a sorted tuple of indices and needs ``n``:
+
+    >>> report = check_submodular(lambda S: len(S) ** 2, n=4, trials=50)
+    >>> bool(report), report.A, report.B, report.x
+    (False, (), (0, 2), 1)
+    >>> report.violation
+    'not submodular: gain of 1 on {} is 1 < gain on {0, 2} = 5'
     """
     evaluate, n = _evaluator(f, n)
     empty = np.zeros((1, n), dtype=bool)

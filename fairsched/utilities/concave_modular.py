@@ -18,7 +18,18 @@ CONCAVE = {"sqrt": np.sqrt, "log1p": np.log1p}
 
 
 class ConcaveModular(SetFunction):
-    """``f(S) = Σ_j φ(Σ_{u∈S} features[j, u])`` with ``φ = sqrt`` or ``log1p`` (``φ(0) = 0``)."""
+    """``f(S) = Σ_j φ(Σ_{u∈S} features[j, u])`` with ``φ = sqrt`` or ``log1p`` (``φ(0) = 0``).
+
+    Examples
+    --------
+    >>> from fairsched.utilities import ConcaveModular
+    >>> f = ConcaveModular([[4.0, 0.0, 9.0],         # rows: features, columns: workers
+    ...                     [1.0, 1.0, 0.0]])
+    >>> round(f.value([0, 2]), 6)                     # sqrt(4 + 9) + sqrt(1)
+    4.605551
+    >>> f.gains([]).tolist()                          # the singletons' values
+    [3.0, 1.0, 3.0]
+    """
 
     kind = "concave-modular"
 

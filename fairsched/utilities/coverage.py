@@ -46,6 +46,18 @@ class Coverage(SetFunction):
 
     Stored as an ``(n, E)`` 0/1 incidence matrix: dense up to :attr:`DENSE_LIMIT`
     entries, scipy CSR beyond. Gains: ``f(S ∪ {u}) − f(S) = Σ_{e ∈ covers_u, e uncovered} w_e``.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import Coverage
+    >>> f = Coverage(covers=[[0, 1], [1, 2], [3]], weights=[1.0, 2.0, 1.0, 5.0])
+    >>> f.value([0, 1])                  # elements 0, 1, 2 covered
+    4.0
+    >>> f.gains([0]).tolist()            # worker 1 adds only element 2, worker 2 element 3
+    [0.0, 1.0, 5.0]
+    >>> value, gradient = f.multilinear([0.5, 0.5, 0.0])
+    >>> value, gradient.tolist()
+    (2.5, [2.0, 2.0, 5.0])
     """
 
     kind = "coverage"

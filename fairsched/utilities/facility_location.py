@@ -20,6 +20,17 @@ class FacilityLocation(SetFunction):
 
     Marginal gains: ``f(S ∪ {u}) − f(S) = Σ_i max(sim[i, u] − cur_i, 0)`` with
     ``cur_i = max_{v∈S} sim[i, v]`` (0 for ``S = ∅``).
+
+    Examples
+    --------
+    >>> from fairsched.utilities import FacilityLocation
+    >>> f = FacilityLocation([[1.0, 0.2, 0.0],       # rows: points, columns: workers
+    ...                       [0.3, 0.9, 0.0],
+    ...                       [0.0, 0.1, 0.8]])
+    >>> f.value([0]), f.value([0, 1])
+    (1.3, 2.0)
+    >>> f.gains([0]).round(12).tolist()
+    [0.0, 0.7, 0.8]
     """
 
     kind = "facility-location"

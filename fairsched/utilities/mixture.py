@@ -13,7 +13,18 @@ from fairsched.utilities.validation import as_masks, check_number, read_table
 
 
 class Mixture(SetFunction):
-    """``f(S) = Σ_i weights_i · components_i(S)`` with ``weights_i >= 0``, all on the same ``n``."""
+    """``f(S) = Σ_i weights_i · components_i(S)`` with ``weights_i >= 0``, all on the same ``n``.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import Coverage, Mixture, Modular
+    >>> f = Mixture([Modular([1.0, 2.0, 3.0]), Coverage([[0], [0], [1]], [1.0, 1.0])],
+    ...             weights=[0.5, 2.0])
+    >>> f.value([0, 1])                   # 0.5·(1 + 2) + 2·1
+    3.5
+    >>> [c["kind"] for c in f.to_config()["components"]]
+    ['modular', 'coverage']
+    """
 
     kind = "mixture"
 

@@ -21,6 +21,16 @@ class Modular(SetFunction):
     Gains: ``f(S ∪ {u}) − f(S) = w_u`` for ``u ∉ S``. Multilinear extension:
     ``F(y) = w·y`` with gradient ``w``. ``n``, if given, is the number of workers
     ``weights`` must describe.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import Modular
+    >>> f = Modular([1.0, 2.0, 3.0])
+    >>> f.value([0, 2]), f.gains([0]).tolist()
+    (4.0, [0.0, 2.0, 3.0])
+    >>> value, gradient = f.multilinear([0.5, 0.5, 0.5])
+    >>> value, gradient.tolist()
+    (3.0, [1.0, 2.0, 3.0])
     """
 
     kind = "modular"

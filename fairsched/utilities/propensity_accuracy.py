@@ -1,11 +1,14 @@
 """Propensity-weighted accuracy: the accuracy a set of workers buys for the target population.
 
-The plain accuracy utility (seed 003, Section VI) scores a set by its total data size, so
-it favours whoever holds the most data, which under selection bias means the
-over-enrolled part of the population. Here the population is split into strata
-``j = 1..J`` with population shares ``π_j`` (from a census, or estimated by IPW, seed
-000/001 §2B: ``π̂_j = Σ_{i∈stratum j} 1/p̂_i / Σ_i 1/p̂_i`` over the enrolled units ``i`` with
-inclusion propensities ``p̂_i``, :func:`fairsched.propensity.ipw_shares`).
+The plain accuracy utility (the learning curve of Li, Liu and Ji 2021, Section VI) scores a
+set by its total data size, so it favours whoever holds the most data, which under
+selection bias means the over-enrolled part of the population. Here the population is
+split into strata ``j = 1..J`` with population shares ``π_j`` (from a census, or estimated
+by inverse-probability weighting as in Morishita's FedIPW, "Who Trains Matters: Federated
+Learning under Enrollment and Participation Selection Biases", 2026:
+``π̂_j = Σ_{i∈stratum j} 1/p̂_i / Σ_i 1/p̂_i`` over the enrolled units ``i`` with inclusion
+propensities ``p̂_i``, :func:`fairsched.propensity.ipw_shares`). ``docs/mathematics.md``
+§11 and ``docs/selection_bias.md`` §6 have the formulas.
 
 Derivation. The target-population accuracy of a model is the expectation of per-example
 accuracy over the population, which by the law of total expectation is the share-weighted
@@ -67,6 +70,24 @@ class PropensityWeightedAccuracy(SetFunction):
         Learning-curve parameters, shared or per stratum (``b > 0``, ``c < 0``).
     n : int, optional
         Number of workers ``sizes`` must describe.
+
+    Examples
+    --------
+    >>> from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
+    >>> f = PropensityWeightedAccuracy(sizes=[[120, 10], [15, 80], [3, 25]],  # worker × stratum
+    ...                                shares=[0.7, 0.3], transfer=0.05, c=-0.5)
+    >>> f
+    PropensityWeightedAccuracy(n=3, strata=2, transfer=0.05)
+    >>> round(f.value([0]), 6), round(f.value([0, 1]), 6)
+    (0.880616, 0.905117)
+    >>> f.submodularity_problem() is None
+    True
+
+    With one stratum it is the plain accuracy utility:
+
+    >>> one = PropensityWeightedAccuracy(sizes=[[100], [200], [300]], shares=[1.0])
+    >>> one.value([0, 2]) == AccuracyUtility([100, 200, 300]).value([0, 2])
+    True
     """
 
     kind = "propensity-accuracy"

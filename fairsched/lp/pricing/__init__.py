@@ -1,4 +1,4 @@
-"""Pricing oracles for column generation: ``max_{|S|=k} f(S) + λ(S)`` (REFERENCE.md §2).
+"""Pricing oracles for column generation: ``max_{|S|=k} f(S) + λ(S)`` (``docs/mathematics.md`` §3).
 
 :func:`pricing_for` picks one for a utility:
 

@@ -16,7 +16,7 @@ from fairsched.solvers.colgen import PricingResult
 
 
 class EnumerationPricing(PricingOracle):
-    """``max_{|S|=k} f(S) + λ(S)`` over all ``k``-sets (``solvers.k_subset_masks``)."""
+    """``max_{|S|=k} f(S) + λ(S)`` over all ``k``-sets (``fairsched.solvers.k_subset_masks``)."""
 
     name = "enumeration"
     exact = True
