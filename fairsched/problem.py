@@ -1,9 +1,10 @@
 """The MMSM-CF problem: a utility, a per-round budget ``k`` and fairness floors ``r``.
 
-Seed 003, Section III: in every round pick ``S_t`` with ``|S_t| <= k`` so that every
-worker ``u`` is selected a long-run fraction ``>= r_u`` of the rounds, maximising the
-time-average utility. The floors are feasible iff ``0 <= r_u <= 1`` for all ``u`` and
-``Σ_u r_u <= k`` (REFERENCE.md §1).
+Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round Submodular
+Maximization Approach" (2021), Section III: in every round pick ``S_t`` with ``|S_t| <= k``
+so that every worker ``u`` is selected a long-run fraction ``>= r_u`` of the rounds,
+maximising the time-average utility. The floors are feasible iff ``0 <= r_u <= 1`` for all
+``u`` and ``Σ_u r_u <= k`` (``docs/mathematics.md`` §1).
 """
 
 from __future__ import annotations
@@ -46,10 +47,24 @@ class Problem:
     ------
     InstanceError
         Malformed input: ``k`` outside ``1..n``, a non-finite or negative ``r_u``, ids of
-        the wrong length or repeated.
+        the wrong length, repeated or invalid (:func:`is_valid_worker_id`).
     InfeasibleError
         Well-formed but unsatisfiable floors: some ``r_u > 1`` or ``Σ r > k``; the message
         says which and by how much.
+
+    Examples
+    --------
+    >>> import fairsched as fs
+    >>> from fairsched.utilities import Modular
+    >>> problem = fs.Problem(Modular([3.0, 2.0, 1.0]), k=2, r=[0.2, 0.5, 0.5], ids=("a", "b", "c"))
+    >>> problem.n, problem.k, problem.ids, problem.r.tolist()
+    (3, 2, ('a', 'b', 'c'), [0.2, 0.5, 0.5])
+    >>> round(fs.optimum(problem).value, 6)
+    4.5
+    >>> fs.Problem(Modular([3.0, 2.0, 1.0]), k=1, r=[0.2, 0.5, 0.5])
+    Traceback (most recent call last):
+    ...
+    fairsched.errors.InfeasibleError: infeasible: the floors sum to 1.2 > k = 1 (excess 0.2; at most k workers fit in a round)
     """
 
     utility: SetFunction
@@ -73,6 +88,7 @@ class Problem:
         ids = tuple(str(i) for i in self.ids) if len(self.ids) else tuple(str(i) for i in range(n))
         if len(ids) != n:
             raise InstanceError(f"has {len(ids)} entries, expected {n} (one per worker)", key="workers.ids")
+        check_worker_ids(ids)
         if len(set(ids)) != n:
             dup = next(i for i in ids if ids.count(i) > 1)
             raise InstanceError(f"worker id {dup!r} appears more than once", key="workers.ids")
@@ -108,6 +124,26 @@ class Problem:
     def __repr__(self) -> str:
         return (f"Problem(name={self.name!r}, n={self.n}, k={self.k}, "
                 f"sum_r={float(self.r.sum()):.4g}, utility={self.utility!r})")
+
+
+def is_valid_worker_id(worker_id: object) -> bool:
+    """Whether ``worker_id`` is a valid worker id: a non-empty string of printable characters without whitespace.
+
+    Schedules and traces separate ids by spaces, so an id with whitespace could not be read back.
+    """
+    return (isinstance(worker_id, str) and bool(worker_id) and worker_id.isprintable()
+            and not any(ch.isspace() for ch in worker_id))
+
+
+def check_worker_ids(ids: Sequence[object]) -> None:
+    """Raise :class:`InstanceError` (key ``workers.ids``) naming the first invalid id (see :func:`is_valid_worker_id`).
+
+    The one check of ids, for instance files and the Python API alike.
+    """
+    for worker_id in ids:
+        if not is_valid_worker_id(worker_id):
+            raise InstanceError(f"worker id {worker_id!r} is invalid: an id is a non-empty string of printable "
+                                "characters without whitespace", key="workers.ids")
 
 
 def _check_floors(r: Any, n: int, key: str = "workers.r") -> np.ndarray:

@@ -3,12 +3,13 @@
 Rounds are stored in compressed-row form (``indptr``, ``indices``), so a schedule costs
 ``O(T + Σ_t |S_t|)`` memory whatever ``n`` is. The file format is CSV with a header
 ``round,workers`` and one row per round: the 1-based round and the selected worker ids
-separated by spaces.
+separated by spaces (the field CSV-quoted when an id holds ``"`` or ``,``).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -17,6 +18,8 @@ import numpy as np
 
 from fairsched.atomic import atomic_write
 from fairsched.errors import InstanceError
+
+HEADER = ("round", "workers")
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,30 +78,62 @@ class Schedule:
         return cls(n, indptr, indices, policy, seed)
 
     def write(self, path: str | os.PathLike[str], ids: Sequence[str]) -> None:
-        """Write the schedule as CSV (``round,workers``) atomically."""
+        """Write the schedule as CSV (``round,workers``) atomically.
+
+        The csv module quotes a field only when it must (an id with ``"`` or ``,``), so
+        ordinary ids give plain ``1,u1 u2`` rows and any valid id reads back.
+        """
         if len(ids) != self.n:
             raise ValueError(f"{len(ids)} ids for {self.n} workers")
         names = np.asarray(ids, dtype=object)
         with atomic_write(path) as handle:
-            handle.write("round,workers\n")
-            for t in range(self.rounds):
-                handle.write(f"{t + 1},{' '.join(names[self.selected(t)])}\n")
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(HEADER)
+            writer.writerows((t + 1, " ".join(names[self.selected(t)])) for t in range(self.rounds))
 
     @classmethod
     def read(cls, path: str | os.PathLike[str], ids: Sequence[str]) -> "Schedule":
-        """Read a schedule written by :meth:`write`; worker ids are resolved against ``ids``."""
+        """Read a schedule written by :meth:`write`; worker ids are resolved against ``ids``.
+
+        A file that is not UTF-8 CSV of that shape is an :class:`InstanceError` naming the
+        file and the line; an unreadable one an ``OSError``.
+        """
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return cls.parse(data, ids, source=os.fspath(path))
+
+    @classmethod
+    def parse(cls, data: bytes, ids: Sequence[str], source: str = "<schedule>") -> "Schedule":
+        """The schedule in ``data`` (the bytes of a :meth:`write` file); ``source`` names it in errors."""
         position = {name: i for i, name in enumerate(ids)}
+        reader = csv.reader(io.StringIO(_text(data, source), newline=""), strict=True)
         sets: list[list[int]] = []
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
+        try:
             header = next(reader, None)
-            if header != ["round", "workers"]:
-                raise InstanceError(f"expected header 'round,workers', got {header!r}", source=str(path))
-            for line, row in enumerate(reader, start=2):
+            if header != list(HEADER):
+                raise InstanceError(f"line 1: expected header 'round,workers', got {header!r}", source=source)
+            for row in reader:
                 if len(row) != 2 or row[0] != str(len(sets) + 1):
-                    raise InstanceError(f"line {line}: expected '{len(sets) + 1},<ids>'", source=str(path))
+                    raise InstanceError(f"line {reader.line_num}: expected '{len(sets) + 1},<ids>', got {row!r}",
+                                        source=source)
                 try:
                     sets.append([position[w] for w in row[1].split()])
                 except KeyError as missing:
-                    raise InstanceError(f"line {line}: unknown worker id {missing}", source=str(path)) from None
+                    raise InstanceError(f"line {reader.line_num}: unknown worker id {missing}", source=source) from None
+        except csv.Error as exc:
+            raise InstanceError(f"line {reader.line_num}: malformed CSV ({exc})", source=source) from None
         return cls.from_sets(sets, len(ids))
+
+
+def _text(data: bytes, source: str) -> str:
+    """``data`` decoded as UTF-8; an :class:`InstanceError` naming the line of the first bad or NUL byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InstanceError(f"line {line}: not UTF-8 text (byte {data[exc.start]:#04x})", source=source) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InstanceError(f"line {line}: contains a NUL byte", source=source)
+    return text

@@ -83,7 +83,7 @@ def _checkpoint(tmp_path):
     (lambda text: json.dumps({**json.loads(text), "version": 7}), "version 7 is not supported"),
     (lambda text: json.dumps({**json.loads(text), "format": "other"}), "not a fairsched-run-checkpoint"),
     (lambda text: json.dumps({**json.loads(text), "simulation": {**json.loads(text)["simulation"],
-                                                                "indices": "@@@"}}), "malformed"),
+                                                                "indices": "@@@"}}), "the checkpoint is damaged"),
 ])
 def test_damaged_checkpoint_is_refused_and_nothing_is_written(tmp_path, capsys, damage, message):
     path = _checkpoint(tmp_path)

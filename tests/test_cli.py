@@ -1,4 +1,4 @@
-"""The command-line contract of DESIGN.md: JSON keys, exit codes, one-line errors, atomic output."""
+"""The command-line contract (README, "The command line"): JSON keys, exit codes, one-line errors, atomic output."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ sizes = [100, 200, 300, 400]
 
 RUN_KEYS = {"instance", "policy", "rounds", "seed", "time_average_utility", "optimum", "ratio",
             "selection_fraction", "fairness_slack", "max_debt", "seconds"}
-OPTIMUM_KEYS = {"instance", "n", "k", "value", "upper_bound", "gap", "relative_gap", "iterations", "method",
-                "support", "fairness_price", "seconds"}
+OPTIMUM_KEYS = {"instance", "n", "k", "value", "upper_bound", "gap", "absolute_gap", "relative_gap", "iterations",
+                "method", "status", "success", "message", "support", "fairness_price", "seconds"}
 
 
 def write(tmp_path, text, name="inst.toml"):

@@ -11,7 +11,7 @@ from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
 from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate, set_values
-from fairsched.policies import LPRandom, LPSequenced, Lyapunov, make_policy
+from fairsched.policies import FairDG, LPRandom, LPSequenced, Lyapunov, make_policy
 from fairsched.policies.lp import DeadlineGuard
 from fairsched.runtime.simulation import run
 
@@ -102,10 +102,13 @@ def test_lyapunov_meets_floors_in_the_long_run():
 
 
 @pytest.mark.parametrize("cls, params, message", [
-    (Lyapunov, {"V": 0}, "V must be a positive number"),
-    (Lyapunov, {"V": float("nan")}, "V must be a positive number"),
-    (LPSequenced, {"margin": -0.1}, "0 <= margin <= 1"),
-    (LPSequenced, {"loss": 1.0}, "0 <= loss < 1"),
+    (Lyapunov, {"V": 0}, "V must be a finite number > 0, got 0"),
+    (Lyapunov, {"V": float("nan")}, "V must be a finite number > 0, got nan"),
+    (Lyapunov, {"V": "ten"}, "V must be a finite number > 0, got 'ten'"),
+    (LPSequenced, {"margin": -0.1}, "margin must be a finite number >= 0 and <= 1, got -0.1"),
+    (LPSequenced, {"loss": 1.0}, "loss must be a finite number >= 0 and < 1, got 1.0"),
+    (FairDG, {"cache_size": 0}, "cache_size must be an integer >= 1, got 0"),
+    (FairDG, {"cache_size": 2.5}, "cache_size must be an integer >= 1, got 2.5"),
 ])
 def test_bad_parameters(cls, params, message):
     with pytest.raises(PolicyError, match=message):

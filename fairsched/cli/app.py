@@ -1,37 +1,33 @@
-"""The ``fairsched`` command line: ``check``, ``optimum`` and ``run`` (DESIGN.md contract).
+"""The ``fairsched`` command line: ``check``, ``optimum``, ``run``, ``simulate`` and ``bench``.
 
-Exit codes: 0 success, 2 bad input, 3 infeasible instance, 130 interrupted. Errors are
-one line on stderr; ``--json`` prints exactly one JSON object on stdout.
+Exit codes: 0 success, 2 bad input, 3 infeasible instance, 130 interrupted, 143
+terminated; errors are one line on stderr (:mod:`fairsched.cli.errors`); ``--json``
+prints exactly one JSON object on stdout (:mod:`fairsched.cli.output`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import sys
 import time
-from typing import Any, NoReturn, Sequence
+from typing import Callable, Sequence
 
 from fairsched.cli.bench import add_bench_parser, run_bench
+from fairsched.cli.errors import EXIT_OK, Parser, blamed_on, guarded
+from fairsched.cli.output import Output
 from fairsched.cli.run import add_run_parser, run_command
-from fairsched.cli.simulate import add_simulate_parser, run_simulate
+from fairsched.cli.simulate import add_simulate_parser, simulate_command
 from fairsched.errors import FairschedError, InfeasibleError
+from fairsched.extras import require
 from fairsched.instances import load_instance
-from fairsched.lp.solve import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
-
-EXIT_OK, EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED = 0, 2, 3, 130
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, as for any bad input
-        self.exit(EXIT_BAD_INPUT, f"fairsched: error: {message}\n")
+from fairsched.lp import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="fairsched", description="Fair worker scheduling for federated learning (MMSM-CF).")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    """The parser of every subcommand; usage errors are one line and exit code 2."""
+    parser = Parser(prog="fairsched", description="Fair worker scheduling for federated learning (MMSM-CF).")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def common(p: argparse.ArgumentParser, optional_instance: bool = False) -> None:
         p.add_argument("instance", nargs="?" if optional_instance else None, help="instance file (TOML)")
@@ -64,73 +60,53 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fairsched`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        return {"check": _check, "optimum": _optimum,
-                "run": lambda a: run_command(a, _emit), "simulate": run_simulate,
-                "bench": run_bench}[args.command](args)
-    except InfeasibleError as exc:
-        return _fail(str(exc), EXIT_INFEASIBLE)
-    except FairschedError as exc:
-        return _fail(str(exc), EXIT_BAD_INPUT)
-    except BrokenPipeError:  # stdout closed early (`| head`): not an error of the input
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except OSError as exc:
-        return _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_BAD_INPUT)
-    except KeyboardInterrupt:
-        return _fail("interrupted; nothing written", EXIT_INTERRUPTED)
+    command = COMMANDS[args.command]
+
+    def execute() -> int:
+        with Output(getattr(args, "json", False)) as output:
+            return command(args, output)
+
+    return guarded(execute)
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"fairsched: error: {message}", file=sys.stderr)
-    return code
-
-
-def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    if args.json:
-        print(json.dumps(data, allow_nan=False, default=_json_default))
-    else:
-        print(text)
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _check(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace, output: Output) -> int:
     try:
         problem = load_instance(args.instance, beta=args.beta)
     except InfeasibleError as exc:
         if args.json:
-            print(json.dumps({"instance": args.instance, "feasible": False, "reason": str(exc)}))
+            output.emit({"instance": args.instance, "feasible": False, "reason": str(exc)}, "")
         raise
     warnings = []
     problem_check = getattr(problem.utility, "submodularity_problem", None)
-    if problem_check is not None and (issue := problem_check()):
-        warnings.append(issue)
+    with blamed_on(args.instance):
+        if problem_check is not None and (issue := problem_check()):
+            warnings.append(issue)
     total = float(problem.r.sum())
     data = {"instance": args.instance, "name": problem.name, "feasible": True, "n": problem.n,
             "k": problem.k, "sum_r": total, "utility": problem.utility.kind, "warnings": warnings}
     text = (f"{args.instance}: feasible: n = {problem.n}, k = {problem.k}, "
             f"sum r = {total:.6g} <= k, utility {problem.utility.kind}")
     text += "".join(f"\nwarning: {w}" for w in warnings)
-    _emit(args, data, text)
+    output.emit(data, text)
     return EXIT_OK
 
 
-def _optimum(args: argparse.Namespace) -> int:
+def _optimum(args: argparse.Namespace, output: Output) -> int:
     if not (math.isfinite(args.gap) and args.gap >= 0):
         raise FairschedError(f"--gap must be a number >= 0, got {args.gap}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise FairschedError(f"--time-limit must be positive seconds, got {args.time_limit}")
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise FairschedError(f"--time-limit must be a finite number of seconds > 0, got {args.time_limit}")
+    if args.max_columns < 1:
+        raise FairschedError(f"--max-columns must be positive, got {args.max_columns}")
+    if args.backend == "cvxpy":
+        require("cvxpy", "--backend cvxpy")
     problem = load_instance(args.instance, beta=args.beta)
     show = not args.quiet and sys.stderr.isatty()
     progress = _ColumnGenerationProgress() if show else None
     try:
-        opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
-                      time_limit=args.time_limit, progress=progress, backend=args.backend)
+        with blamed_on(args.instance):
+            opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
+                          time_limit=args.time_limit, progress=progress, backend=args.backend)
     finally:
         if progress is not None:
             progress.close()
@@ -145,7 +121,7 @@ def _optimum(args: argparse.Namespace) -> int:
               for S, p in zip(opt.support, opt.probabilities)]
     priced = [(w, v) for w, v in zip(problem.ids, opt.fairness_price) if v > 1e-12]
     lines.append("fairness price λ_u: " + (", ".join(f"{w} {v:.4g}" for w, v in priced) or "none (no floor binds)"))
-    _emit(args, data, "\n".join(lines))
+    output.emit(data, "\n".join(lines))
     return EXIT_OK
 
 
@@ -171,6 +147,11 @@ class _ColumnGenerationProgress:
             sys.stderr.write("\n")
             sys.stderr.flush()
 
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
+    "check": _check, "optimum": _optimum, "run": run_command, "simulate": simulate_command,
+    "bench": lambda args, output: run_bench(args),
+}
 
 if __name__ == "__main__":
     sys.exit(main())

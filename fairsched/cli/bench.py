@@ -15,14 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from fairsched.atomic import probe_directory
 from fairsched.bench.cases import build_cases, case_problem
 from fairsched.bench.families import FAMILIES
 from fairsched.bench.harness import parse_policy, sweep
 from fairsched.bench.parallel import BACKENDS, check_backend
 from fairsched.bench.plots import plot_sweep
 from fairsched.bench.report import write_report
+from fairsched.cli.errors import Parser, guarded
 from fairsched.errors import FairschedError
-from fairsched.experiments.common import log as progress_log
 from fairsched.policies import PAPER_POLICIES
 
 DEFAULT_POLICIES = ",".join((*PAPER_POLICIES, "lp-sequenced"))
@@ -128,13 +129,14 @@ def run_bench(args: argparse.Namespace) -> int:
         raise FairschedError(f"--betas must be >= 0, got {args.betas}")
     if any(s <= 0 for s in scales):
         raise FairschedError(f"--scales must be positive, got {args.scales}")
+    out = Path(args.out)
+    _check_out_folder(out)
     cases = build_cases(args.instances, args.family, sizes, betas, scales, args.family_seed)
     for case in cases:  # bad or infeasible instances fail here, before any worker starts
         case_problem(case)
     log = None if args.quiet else progress_log
     rows = sweep(cases, policies, list(range(args.seeds)), args.rounds, jobs=args.jobs, backend=args.backend,
                  scheduler_address=args.scheduler_address, with_optimum=not args.no_optimum, log=log)
-    out = Path(args.out)
     written = write_report(rows, out, command_line(args))
     if not args.no_plots:
         try:
@@ -147,23 +149,31 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_folder(out: Path) -> None:
+    """Fail before the sweep, not after it, if ``--out`` cannot be created or written (nothing is created now)."""
+    existing = out
+    while not existing.exists():  # ends at "." or "/" at the latest
+        existing = existing.parent
+    if not existing.is_dir():
+        raise FairschedError(f"--out {out}: {existing} is not a directory")
+    try:
+        probe_directory(existing / f".{out.name or 'bench'}.probe")
+    except OSError as exc:
+        raise FairschedError(f"--out {out}: {exc.strerror}") from None
+
+
+def progress_log(message: str) -> None:
+    """A progress line on stderr (stdout is left to results)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``fairsched bench`` without the main entry point: same parser, same exit codes."""
-    from fairsched.cli import app as cli
-
-    parser = cli._Parser(prog="fairsched")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=cli._Parser)
+    parser = Parser(prog="fairsched")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     add_bench_parser(sub)
     args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return run_bench(args)
-    except FairschedError as exc:
-        code = cli.EXIT_INFEASIBLE if isinstance(exc, cli.InfeasibleError) else cli.EXIT_BAD_INPUT
-        return cli._fail(str(exc), code)
-    except OSError as exc:
-        return cli._fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), cli.EXIT_BAD_INPUT)
-    except KeyboardInterrupt:
-        return cli._fail("interrupted", cli.EXIT_INTERRUPTED)
+    return guarded(lambda: run_bench(args))
 
 
 if __name__ == "__main__":

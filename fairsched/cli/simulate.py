@@ -2,27 +2,31 @@
 
     fairsched simulate fedipw --bias LEVEL --seeds N [--rounds R] [--json] [--quiet]
 
-runs the six aggregation rules of :mod:`fairsched.fl.experiment` (seed 000/001 §4) at one
+runs the six aggregation rules of :mod:`fairsched.fl.experiment` (FedIPW, Morishita 2026) at one
 enrollment-bias level and reports the final target-population excess loss
 ``F(θ_R) − F*`` per rule, mean ± standard error over the seeds. ``--json`` prints exactly
 one object ``{"bias", "seeds", "rounds", "excess_loss": {rule: {"mean", "se"}}}`` on stdout
 (``se`` is null for one seed); progress goes to stderr unless ``--quiet``. Bad input (an
-unknown level, ``--seeds`` or ``--rounds`` below 1) is one line on stderr and exit code 2.
+unknown level, ``--seeds`` or ``--rounds`` below 1, scikit-learn not installed) is one line
+on stderr and exit code 2.
 
 Wiring (in :mod:`fairsched.cli`): call ``add_simulate_parser(sub, ...)`` on the top-level
-subparsers and dispatch ``args.command == "simulate"`` to ``run_simulate(args)``.
+subparsers and dispatch ``args.command == "simulate"`` to ``simulate_command(args, output)``
+(errors raise, for the caller's error contract), or to ``run_simulate(args)``, which applies
+the contract itself and returns the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from fairsched.cli.errors import EXIT_OK, guarded
+from fairsched.cli.output import Output
 from fairsched.errors import FairschedError
+from fairsched.extras import require
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 DEFAULT_SEEDS = 10
 
 
@@ -38,7 +42,7 @@ def add_simulate_parser(subparsers: Any, **kwargs: Any) -> argparse.ArgumentPars
     simulate = subparsers.add_parser("simulate", help="run a simulation experiment", **kwargs)
     inner = simulate.add_subparsers(dest="simulation", required=True, metavar="EXPERIMENT")
     fedipw = inner.add_parser(
-        "fedipw", help="FedIPW under enrollment and participation bias (seeds 000/001)",
+        "fedipw", help="FedIPW under enrollment and participation bias (Morishita 2026)",
         description="Federated logistic regression under enrollment and participation selection "
                     "bias: final target-population excess loss F(θ_R) − F* of six aggregation rules.",
         **kwargs)
@@ -54,17 +58,23 @@ def add_simulate_parser(subparsers: Any, **kwargs: Any) -> argparse.ArgumentPars
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """Run the experiment ``args`` describe; returns the exit code (2 on bad input)."""
-    try:
-        if getattr(args, "simulation", None) != "fedipw":
-            raise FairschedError(f"unknown simulation {getattr(args, 'simulation', None)!r}; known: fedipw")
-        return _fedipw(args)
-    except FairschedError as exc:
-        print(f"fairsched: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    """Run the experiment ``args`` describe under the error contract; returns the exit code (2 on bad input)."""
+
+    def execute() -> int:
+        with Output(getattr(args, "json", False)) as output:
+            return simulate_command(args, output)
+
+    return guarded(execute)
 
 
-def _fedipw(args: argparse.Namespace) -> int:
+def simulate_command(args: argparse.Namespace, output: Output) -> int:
+    """Run the experiment ``args`` describe, its result through ``output``; bad input raises."""
+    if getattr(args, "simulation", None) != "fedipw":
+        raise FairschedError(f"unknown simulation {getattr(args, 'simulation', None)!r}; known: fedipw")
+    return _fedipw(args, output)
+
+
+def _fedipw(args: argparse.Namespace, output: Output) -> int:
     from fairsched.fl.errors import SimulationError
     from fairsched.fl.experiment import RULES, run_experiment
     from fairsched.fl.population import bias_strength
@@ -74,21 +84,19 @@ def _fedipw(args: argparse.Namespace) -> int:
         raise SimulationError(f"--seeds must be a positive integer, got {args.seeds}")
     if args.rounds < 1:
         raise SimulationError(f"--rounds must be a positive integer, got {args.rounds}")
+    require("sklearn", "fairsched simulate fedipw (its propensity models)")
 
     def progress(done: int, total: int, seconds: float) -> None:
         print(f"fedipw {args.bias}: seed {done}/{total} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
     result = run_experiment(args.bias, args.seeds, args.rounds, progress=None if args.quiet else progress)
     summary = result.summary()
-    if args.json:
-        print(json.dumps({"bias": args.bias, "seeds": args.seeds, "rounds": args.rounds,
-                          "excess_loss": summary}, allow_nan=False))
-        return EXIT_OK
+    data = {"bias": args.bias, "seeds": args.seeds, "rounds": args.rounds, "excess_loss": summary}
     lines = [f"FedIPW, bias {args.bias}: {args.seeds} seeds, {args.rounds} rounds, {result.seconds:.1f} s",
              f"{'rule':<18}  final excess loss F(θ_R) − F*  (mean ± se over seeds)"]
     for rule in RULES:
         s = summary[rule]
         se = "n/a" if s["se"] is None else f"{s['se']:.5f}"
         lines.append(f"{rule:<18}  {s['mean']:.5f} ± {se}")
-    print("\n".join(lines))
+    output.emit(data, "\n".join(lines))
     return EXIT_OK

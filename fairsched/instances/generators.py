@@ -4,7 +4,7 @@ The paper instance is the simulation of Li, Liu and Ji, "Federated Learning with
 Worker Selection: A Multi-Round Submodular Maximization Approach" (2021), Section VI, with
 reconstructed data sizes (``docs/mathematics.md`` §10). Every generator is deterministic
 in its ``seed`` and returns an instance table (the dict form of an instance file), so the
-same call writes the same file on every machine; ``python -m fairsched.instances.generate``
+same call writes the same file on every machine; ``python -m fairsched.experiments.bundled_instances``
 writes the bundled instances with them.
 """
 

@@ -1,6 +1,6 @@
 """Instance files (TOML) and their loading, with errors that name the file and the key.
 
-The schema is the contract of DESIGN.md::
+The schema (the README's "Instance files" section documents every key)::
 
     name = "example"          # optional
     k = 3                     # workers per round
@@ -28,7 +28,7 @@ import tomli_w
 from fairsched.atomic import atomic_write
 from fairsched.instances.bundled import bundled_bytes, bundled_names, is_bundled_name
 from fairsched.errors import InfeasibleError, InstanceError
-from fairsched.problem import Problem
+from fairsched.problem import Problem, check_worker_ids
 from fairsched.utilities import utility_from_config
 
 TOP_KEYS = {"name", "k", "rounds", "workers", "utility"}
@@ -111,10 +111,7 @@ def _build(table: dict[str, Any], beta: float | None) -> Problem:
     if not isinstance(ids, list) or not all(isinstance(i, (str, int)) for i in ids):
         raise InstanceError("must be a list of strings", key="workers.ids")
     ids = [str(i) for i in ids]
-    for worker_id in ids:
-        if not worker_id or any(ch.isspace() or ch == "," for ch in worker_id):
-            raise InstanceError(f"worker id {worker_id!r} must be non-empty, without spaces or commas",
-                                key="workers.ids")
+    check_worker_ids(ids)
     utility_table = _require(table, "utility", "")
     if not isinstance(utility_table, dict):
         raise InstanceError("must be a table ([utility])", key="utility")

@@ -132,3 +132,24 @@ class Policy(ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
 
+
+
+def number_param(policy: str, name: str, value: Any, *, low: float = -np.inf, high: float = np.inf,
+                 low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a finite float in the given range, or a :class:`PolicyError` naming the parameter."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    x = float(value) if ok else float("nan")
+    inside = (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
+    if not (ok and np.isfinite(x) and inside):
+        limits = [f"{'>' if low_open else '>='} {low:g}"] if np.isfinite(low) else []
+        limits += [f"{'<' if high_open else '<='} {high:g}"] if np.isfinite(high) else []
+        raise PolicyError(f"{policy}: {name} must be a finite number {' and '.join(limits)}, got {value!r}".replace(
+            "number , got", "number, got"))
+    return x
+
+
+def count_param(policy: str, name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum``, or a :class:`PolicyError` naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise PolicyError(f"{policy}: {name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)

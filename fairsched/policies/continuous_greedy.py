@@ -82,6 +82,11 @@ class _ContinuousGreedy(Policy):
             raise PolicyError(f"{self.name}: samples must be a positive integer, got {samples!r}")
         self.steps = int(steps)
         self.samples = int(samples)
+        if not isinstance(method, str):
+            raise PolicyError(f"{self.name}: method must be a name, got {method!r}")
+        for flag, value in (("verify_submodular", verify_submodular), ("record_path", record_path)):
+            if not isinstance(value, bool):
+                raise PolicyError(f"{self.name}: {flag} must be true or false, got {value!r}")
         self.method = method
         self.verify_submodular = verify_submodular
         self.record_path = record_path

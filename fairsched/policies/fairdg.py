@@ -32,7 +32,7 @@ import numpy as np
 
 from fairsched.errors import PolicyError
 from fairsched.submodular.greedy import greedy_complete
-from fairsched.policies.base import DEBT_TOLERANCE, Policy
+from fairsched.policies.base import DEBT_TOLERANCE, Policy, count_param
 
 RANKS = ("deadline", "debt")
 
@@ -55,7 +55,7 @@ class FairDG(Policy):
         if rank not in RANKS:
             raise PolicyError(f"fairdg: unknown rank {rank!r}; choose one of {', '.join(RANKS)}")
         self.rank = rank
-        self.cache_size = int(cache_size)
+        self.cache_size = count_param(self.name, "cache_size", cache_size)
         self._completions: dict[bytes, np.ndarray] = {}
 
     def params(self) -> dict[str, Any]:
@@ -83,7 +83,8 @@ class FairDG(Policy):
     def _most_urgent(self, members: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
         d = debt[members]
         if self.rank == "deadline":
-            keys = ((1.0 - d) / self._r[members], -d, members)
+            with np.errstate(over="ignore"):  # a subnormal floor's deadline is simply far away
+                keys = ((1.0 - d) / self._r[members], -d, members)
         else:
             keys = (-d, members)
         # np.lexsort sorts by the last key first.

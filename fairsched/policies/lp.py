@@ -33,7 +33,7 @@ import numpy as np
 from fairsched.errors import PolicyError
 from fairsched.lp import Optimum, optimum
 from fairsched.problem import Problem
-from fairsched.policies.base import DEBT_TOLERANCE, Policy
+from fairsched.policies.base import DEBT_TOLERANCE, Policy, number_param
 from fairsched.policies.batched import BatchedDraws
 
 BATCH_ROUNDS = 8192
@@ -108,10 +108,8 @@ class LPSequenced(Policy):
 
     def __init__(self, margin: float = 0.0, loss: float = 2e-4) -> None:
         super().__init__()
-        if not (0 <= margin <= 1) or not (0 <= loss < 1):
-            raise PolicyError(f"lp-sequenced: need 0 <= margin <= 1 and 0 <= loss < 1, got {margin}, {loss}")
-        self.margin = float(margin)
-        self.loss = float(loss)
+        self.margin = number_param(self.name, "margin", margin, low=0.0, high=1.0)
+        self.loss = number_param(self.name, "loss", loss, low=0.0, high=1.0, high_open=True)
 
     def params(self) -> dict[str, Any]:
         return {"margin": self.margin, "loss": self.loss}
@@ -184,10 +182,12 @@ class DeadlineGuard:
         self.r = np.asarray(r, dtype=float)
         self.k = k
         positive = self.r[self.r > 0]
-        longest_gap = int(np.ceil(1.0 / positive.min())) if positive.size else 1
         # A worker with a tiny floor has at most one job due in any short window, so very long
-        # gaps are capped: the cost per round is O(n·window).
-        self.window = window or 2 * min(longest_gap, MAX_GAP) + 4 * int(np.ceil(self.r.size / k))
+        # gaps are capped (in floating point: 1/r overflows an int for subnormal floors); the
+        # cost per round is O(n·window).
+        with np.errstate(over="ignore"):
+            longest_gap = int(np.ceil(min(1.0 / positive.min(), MAX_GAP))) if positive.size else 1
+        self.window = window or 2 * longest_gap + 4 * int(np.ceil(self.r.size / k))
         self.steps = np.arange(self.window + 1)
 
     def _due(self, counts: np.ndarray, t: int) -> np.ndarray:

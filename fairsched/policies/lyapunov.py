@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from fairsched.errors import PolicyError
 from fairsched.submodular.greedy import greedy_complete
-from fairsched.policies.base import Policy
+from fairsched.policies.base import Policy, number_param
 from fairsched.utilities.base import SetFunction
 
 
@@ -49,9 +48,7 @@ class Lyapunov(Policy):
 
     def __init__(self, V: float = 10.0) -> None:
         super().__init__()
-        if not np.isfinite(V) or V <= 0:
-            raise PolicyError(f"lyapunov: V must be a positive number, got {V!r}")
-        self.V = float(V)
+        self.V = number_param(self.name, "V", V, low=0.0, low_open=True)
 
     def params(self) -> dict[str, Any]:
         return {"V": self.V}

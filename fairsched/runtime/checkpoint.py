@@ -31,7 +31,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 def _digest(arguments: Any, simulation: Any) -> str:
     payload = json.dumps({"arguments": arguments, "simulation": simulation}, sort_keys=True,
-                         separators=(",", ":"), allow_nan=False)
+                         separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

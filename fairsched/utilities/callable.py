@@ -32,7 +32,10 @@ def load_callable(path: Any) -> Callable[..., Any]:
     module_name, attr_path = path.split(":")
     try:
         obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and not f"{module_name}.".startswith(f"{exc.name}."):
+            # the module exists, but an import inside it failed
+            raise InstanceError(f"importing module {module_name!r} failed: {exc}", key="callable") from exc
         raise InstanceError(f"module {module_name!r} not found (in {path!r})",
                             key="callable") from None
     except Exception as exc:
@@ -52,8 +55,8 @@ class CallableUtility(SetFunction):
     """``f(S) = func(tuple(sorted(S)))`` for a user function ``func`` on ``n`` workers.
 
     Results are cached by the set's mask bytes when ``memoize`` is true; :attr:`calls`
-    counts the calls actually made to ``func``. A result that is not a finite real number
-    raises :class:`InstanceError` (key ``callable``).
+    counts the calls actually made to ``func``. A result that is not a finite real number,
+    or an exception raised by ``func``, is an :class:`InstanceError` (key ``callable``).
     """
 
     kind = "python"
@@ -75,7 +78,11 @@ class CallableUtility(SetFunction):
     def _call(self, row: np.ndarray) -> float:
         S = tuple(int(u) for u in np.flatnonzero(row))
         self.calls += 1
-        result = self.func(S)
+        try:
+            result = self.func(S)
+        except Exception as exc:  # the user's code: its failure is a bad instance, reported in one line
+            raise InstanceError(f"{self.name} raised {type(exc).__name__}: {exc} for the set {S}",
+                                key="callable") from exc
         if isinstance(result, bool) or not isinstance(result, Real):
             raise InstanceError(f"{self.name} returned {result!r} ({type(result).__name__}) "
                                 f"for {S}, expected a number", key="callable")
