@@ -5,7 +5,7 @@ A worker can only be selected in rounds where it is available. Given a trace ``A
 
     source →(k)→ round t →(1, if u ∈ A_t)→ worker u →(⌈r_u·T⌉)→ sink
 
-saturates every worker's demand (max-flow, networkx). When it does not, the minimum cut
+saturates every worker's demand (max-flow, :mod:`scipy.sparse.csgraph`). When it does not, the minimum cut
 names a group ``G`` of workers with ``Σ_{u∈G} ⌈r_u·T⌉ > Σ_t min(k, |A_t ∩ G|)``: they ask
 for more selections than the rounds in which they are available can give them. That group
 and the two numbers are the certificate.
@@ -22,13 +22,13 @@ time-average utility of a stationary policy that sees each round's available set
 from __future__ import annotations
 
 import itertools
-import math
+import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from fairsched.errors import InfeasibleError, InstanceError, TooLargeError
+from fairsched.errors import InstanceError
 from fairsched.results import Result
 
 EXHAUSTIVE_LIMIT = 12
@@ -101,17 +101,47 @@ class FeasibilityReport(Result):
 
 def _expected_capped(probabilities: np.ndarray, k: int) -> float:
     """``E[min(k, X)]`` for ``X`` a sum of independent Bernoulli(``probabilities``) (Poisson binomial)."""
-    dist = np.zeros(probabilities.size + 1)
-    dist[0] = 1.0
+    capped = _CappedCount(k)
     for a in probabilities:
-        dist[1:] = dist[1:] * (1 - a) + dist[:-1] * a
-        dist[0] *= 1 - a
-    return float(np.minimum(np.arange(dist.size), k) @ dist)
+        capped.add(float(a))
+    return capped.expected()
+
+
+class _CappedCount:
+    """The distribution of ``min(k, X)``, ``X`` a growing sum of independent Bernoulli variables.
+
+    Adding a worker of probability ``a`` costs ``O(k)``: ``P'[j] = (1 − a)·P[j] + a·P[j − 1]``
+    for ``j < k`` and ``P'[k] = P[k] + a·P[k − 1]`` (once at ``k`` the count stays there).
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = int(k)
+        self.dist = np.zeros(self.k + 1)
+        self.dist[0] = 1.0
+        self._levels = np.arange(self.k + 1, dtype=float)
+
+    def add(self, a: float) -> None:
+        dist = self.dist
+        top = dist[self.k] + a * dist[self.k - 1]
+        dist[1:self.k] = dist[1:self.k] * (1.0 - a) + dist[:self.k - 1] * a
+        dist[0] *= 1.0 - a
+        dist[self.k] = top
+
+    def expected(self) -> float:
+        return float(self._levels @ self.dist)
 
 
 def check_probabilities(r: Sequence[float], k: int, probabilities: Sequence[float],
                         ids: Sequence[str] | None = None) -> FeasibilityReport:
-    """Necessary (exact for ``n <= 12``) check of ``Σ_{u∈G} r_u <= E[min(k, |A ∩ G|)]``."""
+    """Necessary (exact for ``n <= 12``) check of ``Σ_{u∈G} r_u <= E[min(k, |A ∩ G|)]``.
+
+    For ``n <= 12`` every group ``G`` is checked. Beyond, the groups are every worker alone
+    (``E[min(k, A_u)] = a_u``) and the nested groups of the workers with the largest
+    ``r_u/a_u`` (ties to the lower index), the last of which is everybody; the nested
+    capacities are updated one worker at a time (:class:`_CappedCount`), so the check costs
+    ``O(n·k)`` time and ``O(n + k)`` memory.
+    """
+    start = time.perf_counter()
     r = np.asarray(r, dtype=float)
     a = np.asarray(probabilities, dtype=float)
     if a.shape != r.shape:
@@ -119,61 +149,107 @@ def check_probabilities(r: Sequence[float], k: int, probabilities: Sequence[floa
                             key="workers.availability")
     n = r.size
     if n <= EXHAUSTIVE_LIMIT:
-        groups = (list(G) for size in range(1, n + 1) for G in itertools.combinations(range(n), size))
+        worst = _worst_group((list(G), float(r[list(G)].sum()), _expected_capped(a[list(G)], k))
+                             for size in range(1, n + 1) for G in itertools.combinations(range(n), size))
     else:
-        order = np.argsort(-(r / np.maximum(a, 1e-300)), kind="stable")
-        groups = [[u] for u in range(n)] + [list(order[:m]) for m in range(2, n + 1)]
-    worst = None
-    for G in groups:
-        demand = float(r[G].sum())
-        capacity = _expected_capped(a[G], k)
-        if demand > capacity + 1e-9 and (worst is None or demand - capacity > worst[1] - worst[2]):
-            worst = (tuple(int(u) for u in G), demand, capacity)
+        worst = _worst_group(_singletons_and_nested(r, a, k))
     if worst is None:
-        return FeasibilityReport(True)
+        return FeasibilityReport(True, message="the floors can be met under these availability probabilities"
+                                 + ("" if n <= EXHAUSTIVE_LIMIT else " (checked: every worker, and the nested "
+                                    "groups of the least available)"), seconds=time.perf_counter() - start)
     names = ids or [str(u) for u in range(n)]
     group, demand, capacity = worst
     return FeasibilityReport(
         False, group, demand, capacity,
-        f"infeasible under availability: workers {', '.join(names[u] for u in group)} need "
-        f"{demand:.4g} selections per round on average but are available for at most {capacity:.4g}")
+        f"infeasible under availability: workers {_list_names(names, group)} need "
+        f"{demand:.4g} selections per round on average but are available for at most {capacity:.4g}",
+        seconds=time.perf_counter() - start)
+
+
+def _singletons_and_nested(r: np.ndarray, a: np.ndarray, k: int) -> Iterator[tuple[Sequence[int], float, float]]:
+    """``(group, demand, capacity)`` for every worker alone, then the nested groups by ``r_u/a_u``."""
+    over = np.flatnonzero(r > a + 1e-9)
+    if over.size:
+        u = int(over[np.argmax(r[over] - a[over])])
+        yield [u], float(r[u]), float(a[u])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pressure = np.where(a > 0, r / np.where(a > 0, a, 1.0), np.where(r > 0, np.inf, 0.0))
+    order = np.lexsort((np.arange(r.size), -pressure))
+    capped, demand = _CappedCount(k), 0.0
+    for m, u in enumerate(order, start=1):
+        capped.add(float(a[u]))
+        demand += float(r[u])
+        if m >= 2:
+            capacity = capped.expected()
+            if demand > capacity + 1e-9:
+                yield order[:m], demand, capacity
+
+
+def _worst_group(groups: Iterable[tuple[Sequence[int], float, float]]) -> tuple[tuple[int, ...], float, float] | None:
+    """The group whose demand exceeds its capacity the most, or ``None``."""
+    worst = None
+    for G, demand, capacity in groups:
+        if demand > capacity + 1e-9 and (worst is None or demand - capacity > worst[1] - worst[2]):
+            worst = (tuple(int(u) for u in G), demand, capacity)
+    return worst
+
+
+def _list_names(names: Sequence[str], group: Sequence[int], limit: int = 10) -> str:
+    shown = ", ".join(names[u] for u in group[:limit])
+    return shown + (f" and {len(group) - limit:,} more" if len(group) > limit else "")
 
 
 def check_trace(r: Sequence[float], k: int, trace: np.ndarray, ids: Sequence[str] | None = None) -> FeasibilityReport:
-    """Max-flow test of the floors on an availability trace, with a min-cut certificate."""
-    import networkx as nx
+    """Max-flow test of the floors on an availability trace, with a min-cut certificate.
 
+    The flow network of the module docstring is solved by
+    :func:`scipy.sparse.csgraph.maximum_flow` (Dinic's algorithm) in ``O(T·n)`` memory; the
+    workers on the sink side of the minimum cut (not reachable from the source in the
+    residual network) form the certificate group.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+
+    start = time.perf_counter()
     r = np.asarray(r, dtype=float)
     trace = np.asarray(trace, dtype=bool)
     T, n = trace.shape
     if n != r.size:
         raise InstanceError(f"the availability trace has {n} workers, expected {r.size}")
-    demand = np.ceil(r * T - 1e-9).astype(int)
-    graph = nx.DiGraph()
-    for t in range(T):
-        graph.add_edge("source", ("t", t), capacity=k)
-        for u in np.flatnonzero(trace[t]):
-            graph.add_edge(("t", t), ("u", int(u)), capacity=1)
-    for u in range(n):
-        if demand[u] > 0:
-            graph.add_edge(("u", u), "sink", capacity=int(demand[u]))
-    if "sink" not in graph:
-        return FeasibilityReport(True)
-    flow, (source_side, _) = nx.minimum_cut(graph, "source", "sink")
-    if flow >= demand.sum():
-        return FeasibilityReport(True, details={"flow": flow})
+    demand = np.ceil(r * T - 1e-9).astype(np.int64)
+    total = int(demand.sum())
+    if total == 0:
+        return FeasibilityReport(True, seconds=time.perf_counter() - start)
+    # nodes: 0 source, 1..T rounds, T+1..T+n workers, T+n+1 sink
+    sink = T + n + 1
+    rounds, workers = np.nonzero(trace)
+    owed = np.flatnonzero(demand > 0)
+    tails = np.concatenate([np.zeros(T, np.int64), 1 + rounds, T + 1 + owed])
+    heads = np.concatenate([1 + np.arange(T), T + 1 + workers, np.full(owed.size, sink)])
+    capacity = np.concatenate([np.full(T, min(k, n)), np.ones(rounds.size, np.int64), demand[owed]])
+    network = csr_matrix((capacity.astype(np.int32), (tails, heads)), shape=(sink + 1, sink + 1))
+    result = maximum_flow(network, 0, sink)
+    flow = int(result.flow_value)
+    if flow >= total:
+        return FeasibilityReport(True, details={"flow": flow}, seconds=time.perf_counter() - start)
+    residual = network - result.flow
+    residual.data[residual.data < 0] = 0
+    residual.eliminate_zeros()
+    reachable = breadth_first_order(residual, 0, directed=True, return_predecessors=False)
+    source_side = np.zeros(sink + 1, dtype=bool)
+    source_side[reachable] = True
     # Workers on the sink side of a minimum cut form a Hall violator: the cut's capacity
     # bounds the selections the rounds can give them from above.
-    group = tuple(u for u in range(n) if demand[u] > 0 and ("u", u) not in source_side)
+    group = tuple(int(u) for u in owed if not source_side[T + 1 + u])
     sub = trace[:, list(group)] if group else trace[:, :0]
-    capacity = float(np.minimum(sub.sum(axis=1), k).sum())
+    capacity_of_group = float(np.minimum(sub.sum(axis=1), k).sum())
     need = float(demand[list(group)].sum()) if group else 0.0
     names = ids or [str(u) for u in range(n)]
     return FeasibilityReport(
-        False, group, need, capacity,
-        f"infeasible under the availability trace: workers {', '.join(names[u] for u in group)} need "
-        f"{need:.0f} selections in {T} rounds but are available for at most {capacity:.0f}",
-        details={"flow": flow, "total_demand": int(demand.sum())})
+        False, group, need, capacity_of_group,
+        f"infeasible under the availability trace: workers {_list_names(names, group)} need "
+        f"{need:.0f} selections in {T} rounds but are available for at most {capacity_of_group:.0f}",
+        details={"flow": flow, "total_demand": total}, seconds=time.perf_counter() - start)
 
 
 def check_availability(r: Sequence[float], k: int, availability: Availability,

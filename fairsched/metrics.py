@@ -63,10 +63,33 @@ def set_values(problem: Problem, masks: np.ndarray) -> np.ndarray:
     """``f`` of every row of ``masks``, evaluating each distinct row once."""
     if masks.shape[0] == 0:
         return np.zeros(0)
+    first, inverse = distinct_rows(masks)
+    return problem.utility.values(masks[first])[inverse]
+
+
+def distinct_rows(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)``: the index of the first occurrence of each distinct row, and for
+    every row the position of its row in ``first``, so ``masks[first][inverse] == masks``.
+
+    Rows of at most 64 workers are compared as one 64-bit integer each (``np.unique``);
+    wider rows by the bytes of their packed bits in a dictionary: ``np.unique(axis=0)``
+    compares rows as structured records, which costs seconds per call at ``n = 10^5``.
+    """
     packed = np.packbits(masks, axis=1)
-    unique, inverse = np.unique(packed, axis=0, return_inverse=True)
-    distinct = np.unpackbits(unique, axis=1, count=problem.n).astype(bool)
-    return problem.utility.values(distinct)[inverse.reshape(-1)]
+    if packed.shape[1] <= 8:
+        wide = np.zeros((packed.shape[0], 8), dtype=np.uint8)
+        wide[:, :packed.shape[1]] = packed
+        _, first, inverse = np.unique(wide.view(np.uint64).reshape(-1), return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    position: dict[bytes, int] = {}
+    first_list: list[int] = []
+    inverse = np.empty(packed.shape[0], dtype=np.int64)
+    for i, row in enumerate(packed):
+        j = position.setdefault(row.tobytes(), len(first_list))
+        if j == len(first_list):
+            first_list.append(i)
+        inverse[i] = j
+    return np.asarray(first_list, dtype=np.int64), inverse
 
 
 def optimum_value(optimum: float | HasValue | None) -> float | None:

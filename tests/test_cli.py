@@ -24,6 +24,7 @@ sizes = [100, 200, 300, 400]
 """
 
 RUN_KEYS = {"instance", "policy", "rounds", "seed", "time_average_utility", "optimum", "ratio",
+            "optimum_upper_bound", "optimum_status", "optimum_reason", "ratio_lower_bound",
             "selection_fraction", "fairness_slack", "max_debt", "seconds"}
 OPTIMUM_KEYS = {"instance", "n", "k", "value", "upper_bound", "gap", "absolute_gap", "relative_gap", "iterations",
                 "method", "status", "success", "message", "support", "fairness_price", "seconds"}

@@ -80,3 +80,16 @@ def test_random_is_uniform_k_subsets():
     schedule = run(problem, make_policy("random"), rounds=4000, seed=1)
     assert (schedule.sizes() == 2).all()
     assert np.allclose(schedule.counts() / 4000, 0.5, atol=0.03)
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 65, 300])
+def test_distinct_rows_matches_numpy_unique(n):
+    from fairsched.metrics import distinct_rows
+
+    rng = np.random.default_rng(n)
+    base = rng.random((5, n)) < 0.4
+    masks = base[rng.integers(0, 5, 200)]
+    first, inverse = distinct_rows(masks)
+    assert np.array_equal(masks[first][inverse], masks)
+    assert len(first) == np.unique(masks, axis=0).shape[0]
+    assert len(set(map(bytes, np.packbits(masks[first], axis=1)))) == len(first)  # no row twice

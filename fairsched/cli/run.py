@@ -1,5 +1,12 @@
 """``fairsched run``: play a policy, report, write the schedule; checkpoints and resume.
 
+``U_opt``, the yardstick of the report, is computed within a budget (``--optimum``):
+``auto`` (default) solves the LP for at most ``--optimum-time-limit`` seconds and reports
+the value reached with its certified upper bound; ``exact`` insists on a certified
+optimum, without a time limit; ``bound`` reports only the certified upper bound (so the
+ratio is a certified lower bound on the true one); ``none`` skips it. When the value is
+missing the JSON says why (``optimum_reason``).
+
 A checkpoint stores the run's *arguments* (checked on resume against
 :data:`_ARGUMENT_CHECKS`): the instance and the availability trace as absolute path or
 bundled name plus the SHA-256 of their bytes, so that ``--resume`` works from any
@@ -11,7 +18,9 @@ them; a resumed run saves its checkpoints where it was resumed from (or at ``--c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import math
 import os
 import sys
 import time
@@ -24,8 +33,9 @@ from fairsched.atomic import probe_directory
 from fairsched.availability import Availability, check_availability
 from fairsched.cli.errors import blamed_on
 from fairsched.cli.output import Output
+from fairsched.cli.progress import Progress
 from fairsched.errors import (CheckpointError, FairschedError, InfeasibleError, InstanceError, PolicyError,
-                              TooLargeError)
+                              SolverFailedError, TooLargeError)
 from fairsched.instances import parse_table, problem_from_table, read_instance_bytes
 from fairsched.instances.bundled import bundled_bytes, is_bundled_name
 from fairsched.lp import DEFAULT_MAX_COLUMNS, availability_optimum, optimum
@@ -40,6 +50,11 @@ from fairsched.schedule import Schedule
 DEFAULT_ROUNDS = 10_000
 DEFAULT_SEED = 0
 DEFAULT_CHECKPOINT_EVERY = 10_000
+OPTIMUM_MODES = ("auto", "exact", "bound", "none")
+#: seconds ``--optimum auto`` and ``bound`` give the LP by default
+DEFAULT_OPTIMUM_TIME_LIMIT = 60.0
+#: workers listed one per line in the text report; beyond, only those below their floor
+WORKER_TABLE_LIMIT = 40
 #: more rounds than anyone can play (a Python loop of 10^9 rounds takes days), refused up front
 MAX_ROUNDS = 10**9
 
@@ -59,6 +74,12 @@ def add_run_parser(sub: Any, common: Callable[..., None]) -> None:
     run_p.add_argument("--seed", type=int, default=None, help=f"random seed >= 0 (default {DEFAULT_SEED})")
     run_p.add_argument("--out", default=None, help="write the schedule (CSV, one row per round) here")
     run_p.add_argument("--quiet", action="store_true", help="no progress bar")
+    run_p.add_argument("--optimum", choices=OPTIMUM_MODES, default="auto",
+                       help="U_opt for the report: auto (solve within --optimum-time-limit, report value and "
+                            "certified bound), exact (certified optimum, no time limit), bound (the certified "
+                            "upper bound only), none (skip)")
+    run_p.add_argument("--optimum-time-limit", type=float, default=DEFAULT_OPTIMUM_TIME_LIMIT, metavar="S",
+                       help=f"seconds for U_opt with --optimum auto or bound (default {DEFAULT_OPTIMUM_TIME_LIMIT:g})")
     run_p.add_argument("--max-columns", type=int, default=None,
                        help=f"largest enumeration LP for U_opt; beyond it optimum and ratio are null "
                             f"(default {DEFAULT_MAX_COLUMNS:,})")
@@ -86,17 +107,23 @@ class _Setup:
 def run_command(args: argparse.Namespace, output: Output) -> int:
     """Execute ``fairsched run``; returns the exit code (errors raise, see :mod:`fairsched.cli.errors`)."""
     _check_options(args)
+    progress = Progress(enabled=not args.quiet)
     checkpoint = args.checkpoint or args.resume  # a resumed run goes on saving where it was saved
     for option, path in (("--out", args.out), ("--checkpoint" if args.checkpoint else "--resume", checkpoint)):
         if path:
             _probe(option, path)
-    setup = _resume(args) if args.resume else _fresh(args)
+    with progress.phase("reading the instance"):
+        setup = _resume(args) if args.resume else _fresh(args)
     arguments, problem = setup.arguments, setup.problem
     instance = arguments["instance"]["given"]
     policy = _policy(arguments["policy"], arguments["params"])
-    availability = _availability(problem, setup.trace, arguments["seed"])
+    with progress.phase("checking the floors under availability") if _has_availability(problem, setup) \
+            else contextlib.nullcontext():
+        availability = _availability(problem, setup.trace, arguments["seed"])
     with blamed_on(instance):
-        u_opt = _optimum(problem, policy, arguments["max_columns"], availability)
+        with progress.phase("solving U_opt"):
+            yardstick = _yardstick(problem, policy, args.optimum, args.optimum_time_limit,
+                                   arguments["max_columns"], availability, progress)
         start = time.perf_counter()
         simulation = Simulation(problem, policy, arguments["rounds"], arguments["seed"], availability)
         if setup.document is not None:
@@ -104,12 +131,18 @@ def run_command(args: argparse.Namespace, output: Output) -> int:
         _play(simulation, arguments, checkpoint, quiet=args.quiet)
         seconds = time.perf_counter() - start
         schedule = simulation.schedule()
-        report = evaluate(schedule, problem, u_opt)
+        with progress.phase("evaluating the schedule"):
+            report = evaluate(schedule, problem, yardstick.value)
     if args.out:
-        schedule.write(args.out, problem.ids)
+        with progress.phase(f"writing {args.out}"):
+            schedule.write(args.out, problem.ids)
+    u_opt = yardstick.value
     data = {
         "instance": instance, "policy": policy.name, "rounds": arguments["rounds"], "seed": arguments["seed"],
         "time_average_utility": report.time_average_utility, "optimum": u_opt, "ratio": report.ratio,
+        "optimum_upper_bound": yardstick.upper_bound, "optimum_status": yardstick.status,
+        "optimum_reason": yardstick.reason,
+        "ratio_lower_bound": _ratio(report.time_average_utility, yardstick.upper_bound),
         "selection_fraction": report.as_dict(problem.ids)["selection_fraction"],
         "fairness_slack": report.fairness_slack, "max_debt": report.max_debt, "seconds": seconds,
     }
@@ -118,7 +151,7 @@ def run_command(args: argparse.Namespace, output: Output) -> int:
         extra["fractional_point"] = {w: float(y) for w, y in zip(problem.ids, extra["fractional_point"])}
     data.update(extra)
     output.emit(data, _text(problem, policy.name, instance, arguments["rounds"], arguments["seed"], seconds,
-                            u_opt, report, extra, args.out))
+                            yardstick, report, extra, args.out))
     return 0
 
 
@@ -135,6 +168,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise FairschedError(f"--checkpoint-every must be positive, got {args.checkpoint_every}")
     if args.max_columns is not None and args.max_columns < 1:
         raise FairschedError(f"--max-columns must be positive, got {args.max_columns}")
+    if not (math.isfinite(args.optimum_time_limit) and args.optimum_time_limit > 0):
+        raise FairschedError(f"--optimum-time-limit must be positive seconds, got {args.optimum_time_limit}")
 
 
 def _probe(option: str, path: str) -> None:
@@ -328,22 +363,58 @@ def _availability(problem: Problem, trace: np.ndarray | None, seed: int) -> Avai
     return availability
 
 
-def _optimum(problem: Problem, policy: Policy, max_columns: int, availability: Availability | None) -> float | None:
-    """``U_opt`` for the report, solved once: an LP policy is handed the same optimum to play.
+def _has_availability(problem: Problem, setup: _Setup) -> bool:
+    return setup.trace is not None or problem.availability is not None
 
-    An LP policy solves the full LP anyway, so for it ``--max-columns`` does not apply; for
-    the others ``U_opt`` is ``None`` when the LP is larger than ``max_columns``.
+
+@dataclass(frozen=True)
+class Yardstick:
+    """``U_opt`` as far as it was computed: the value reached (``None`` with a ``reason``),
+    the certified upper bound, and how the LP ended (``status``)."""
+
+    value: float | None
+    upper_bound: float | None
+    status: str
+    reason: str | None
+
+
+def _yardstick(problem: Problem, policy: Policy, mode: str, time_limit: float, max_columns: int,
+               availability: Availability | None, progress: Progress) -> Yardstick:
+    """``U_opt`` within the budget of ``--optimum``; an LP policy is handed the same optimum to play.
+
+    An LP policy needs the LP's distribution whatever ``--max-columns`` says; with
+    ``--optimum none`` it solves the LP itself.
     """
-    if availability is None and policy.uses_optimum:
-        solved = optimum(problem)
-        policy.use_optimum(solved)
-        return solved.value
+    if mode == "none":
+        return Yardstick(None, None, "not-computed", "not computed (--optimum none)")
+    limit = None if mode == "exact" else time_limit
     try:
         if availability is not None:
-            return availability_optimum(problem, availability, max_columns=max_columns).value
-        return optimum(problem, max_columns=max_columns).value
-    except TooLargeError:
-        return None
+            solved = availability_optimum(problem, availability, max_columns=max_columns)
+        else:
+            columns = None if policy.uses_optimum else max_columns
+            solved = optimum(problem, time_limit=limit, progress=progress.column_generation,
+                             **({} if columns is None else {"max_columns": columns}))
+    except TooLargeError as exc:
+        return Yardstick(None, None, "too-large", f"not computed: {exc}")
+    except SolverFailedError as exc:
+        if mode == "exact":
+            raise
+        return Yardstick(None, None, "failed", f"not computed within --optimum-time-limit {time_limit:g} s: {exc}")
+    if availability is None and policy.uses_optimum and solved.support:
+        policy.use_optimum(solved)
+    upper = solved.upper_bound if math.isfinite(solved.upper_bound) else None
+    value = solved.value if math.isfinite(solved.value) else None
+    reason = None if solved.success else f"not certified optimal: {solved.message}"
+    if mode == "exact" and not solved.success:
+        raise SolverFailedError(f"--optimum exact: the LP stopped before a certified optimum ({solved.message})")
+    if mode == "bound":
+        value, reason = None, "bound only (--optimum bound): U_opt is at most optimum_upper_bound"
+    return Yardstick(value, upper, solved.status, reason)
+
+
+def _ratio(value: float, bound: float | None) -> float | None:
+    return None if bound is None or bound <= 0 else value / bound
 
 
 def _play(simulation: Simulation, arguments: dict[str, Any], checkpoint: str | None, quiet: bool) -> None:
@@ -368,15 +439,33 @@ def _play(simulation: Simulation, arguments: dict[str, Any], checkpoint: str | N
 
 
 def _text(problem: Problem, name: str, instance: str, rounds: int, seed: int, seconds: float,
-          u_opt: float | None, report: Any, extra: dict[str, Any], out: str | None) -> str:
+          yardstick: Yardstick, report: Any, extra: dict[str, Any], out: str | None) -> str:
     ratio = "n/a" if report.ratio is None else f"{report.ratio:.6f}"
-    optimum_text = "n/a" if u_opt is None else f"{u_opt:.6f}"
+    if yardstick.value is not None and yardstick.reason is None:
+        optimum_text = f"U_opt {yardstick.value:.6f}"
+    elif yardstick.value is not None:
+        optimum_text = f"LP value {yardstick.value:.6f} (U_opt <= {yardstick.upper_bound:.6f}, {yardstick.status})"
+    elif yardstick.upper_bound is not None:
+        optimum_text = f"U_opt <= {yardstick.upper_bound:.6f}"
+    else:
+        optimum_text = f"U_opt n/a ({yardstick.reason})"
     lines = [f"{name} on {instance}: {rounds:,} rounds, seed {seed}, {seconds:.2f} s",
-             f"time-average utility {report.time_average_utility:.6f}   U_opt {optimum_text}   ratio {ratio}",
-             f"fairness slack {report.fairness_slack:+.4f}   max debt {report.max_debt:.4f}",
-             "worker  r        fraction"]
-    lines += [f"{w:<7} {r:<8.4f} {f:.4f}{'' if f >= r - 1e-12 else '  below floor'}"
-              for w, r, f in zip(problem.ids, problem.r, report.selection_fraction)]
+             f"time-average utility {report.time_average_utility:.6f}   {optimum_text}   ratio {ratio}"]
+    if yardstick.upper_bound is not None and yardstick.reason is not None:
+        lines.append(f"ratio to the certified upper bound {report.time_average_utility / yardstick.upper_bound:.6f} "
+                     "(a certified lower bound on the ratio to U_opt)")
+    lines.append(f"fairness slack {report.fairness_slack:+.4f}   max debt {report.max_debt:.4f}")
+    fraction = report.selection_fraction
+    below = fraction < problem.r - 1e-12
+    if problem.n <= WORKER_TABLE_LIMIT:
+        lines.append("worker  r        fraction")
+        lines += [f"{w:<7} {r:<8.4f} {f:.4f}{'  below floor' if low else ''}"
+                  for w, r, f, low in zip(problem.ids, problem.r, fraction, below)]
+    else:
+        worst = np.flatnonzero(below)[np.argsort((fraction - problem.r)[below], kind="stable")][:10]
+        shown = ", ".join(f"{problem.ids[u]} ({fraction[u]:.4f} < {problem.r[u]:.4f})" for u in worst)
+        lines.append(f"{problem.n:,} workers, {int(below.sum()):,} below their floor"
+                     + (f"; the largest shortfalls: {shown}" if worst.size else ""))
     if "multilinear_value" in extra:
         bound = extra["lower_bound"]
         lines.append(f"fractional point: F(y) = {extra['multilinear_value']:.6f} ({extra['multilinear_method']}), "
