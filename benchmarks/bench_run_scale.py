@@ -1,0 +1,74 @@
+"""``fairsched run`` at cross-device scale: an instance file of n workers to a schedule and a report.
+
+    python -m pytest benchmarks/bench_run_scale.py --benchmark-only -s
+
+Writes an accuracy instance (the costly structure of ``fairsched.bench.families``: ``k``
+workers with 400–600 examples, the rest 50–150, ``Σ r = 0.8·k``) and runs the command line
+on it in a subprocess, with ``--optimum auto`` (the default: U_opt within
+``--optimum-time-limit``) and with ``--optimum none``, the baseline of the same command
+without the LP. Prints the wall time, the child's peak RSS and what the JSON says of U_opt.
+Target (issue "cross-device scale"): n = 200,000, k = 1,000, 1,000 rounds of fairdg in
+at most 120 s and 4 GiB, with a ratio against a certified bound or ``optimum: null`` and
+the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tomli_w
+
+from fairsched.instances.generators import _costly_floors
+
+SIZES = [(20_000, 200), (200_000, 1_000)]
+ROUNDS = 1_000
+
+
+def write_instance(path: Path, n: int, k: int, seed: int = 0) -> Path:
+    """The accuracy family member of size ``n`` (``fairsched.bench.families``) with ``k`` per round."""
+    rng = np.random.default_rng(seed)
+    sizes = np.where(np.arange(n) < k, rng.uniform(400, 600, n), rng.uniform(50, 150, n)).round()
+    table = {"name": f"accuracy-n{n}-k{k}", "k": k, "rounds": ROUNDS,
+             "workers": {"r": _costly_floors(n, k, 0.8)},
+             "utility": {"kind": "accuracy", "sizes": sizes.tolist(), "a": 0.05, "b": 0.5, "c": -0.2}}
+    path.write_text(tomli_w.dumps(table))
+    return path
+
+
+def run_cli(*argv: str) -> tuple[dict, float, float]:
+    """(JSON report, wall seconds, peak RSS of the child in MiB)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "fairsched.cli", "run", *argv, "--json", "--quiet"],
+                          capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    peak = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    return json.loads(done.stdout), seconds, peak
+
+
+@pytest.mark.parametrize("n, k", SIZES, ids=[f"n{n}-k{k}" for n, k in SIZES])
+def test_run_at_scale(benchmark, tmp_path, n, k):
+    path = write_instance(tmp_path / "instance.toml", n, k)
+    baseline, base_seconds, base_peak = run_cli(str(path), "--policy", "fairdg", "--optimum", "none")
+    result = {}
+
+    def full() -> None:
+        result["data"], result["seconds"], result["peak"] = run_cli(str(path), "--policy", "fairdg")
+
+    benchmark.pedantic(full, rounds=1, iterations=1)
+    data = result["data"]
+    print(f"\nn = {n:,}, k = {k:,}, {ROUNDS:,} rounds of fairdg: {result['seconds']:.1f} s, peak RSS "
+          f"{result['peak']:,.0f} MiB (without U_opt: {base_seconds:.1f} s, {base_peak:,.0f} MiB); "
+          f"optimum {data['optimum']} ({data['optimum_status']}), upper bound {data['optimum_upper_bound']}, "
+          f"ratio {data['ratio']}, certified ratio >= {data['ratio_lower_bound']}, "
+          f"max debt {data['max_debt']:.3f}; reason: {data['optimum_reason']}")
+    assert data["max_debt"] < 1 and baseline["max_debt"] == data["max_debt"]
+    assert (data["optimum_upper_bound"] is not None) or data["optimum_reason"]
