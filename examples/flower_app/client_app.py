@@ -8,7 +8,8 @@ Node config (``flower-supernode --node-config '...'``):
 - ``fail-every`` (int, optional): raise in every round divisible by it, so Flower sends
   the ServerApp an error reply: a worker that was selected but did not serve.
 
-Run config: ``local-epochs`` and ``learning-rate``.
+Run config: ``local-epochs`` and ``learning-rate``. A ``proximal-mu`` in the train config
+(sent by ``FedProx``) adds FedProx's proximal term to the local loss.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
+from task import load_partition, local_train, loss_and_accuracy
 
 from fairsched.integrations.flower import register_worker_id_query
-from task import load_partition, local_train, loss_and_accuracy
 
 app = ClientApp()
 
@@ -29,16 +30,18 @@ register_worker_id_query(app, lambda context: str(context.node_config["partition
 @app.train()
 def train(msg: Message, context: Context) -> Message:
     """Train the received global model on the local partition; reply with θ and num-examples."""
-    server_round = int(msg.content["config"]["server-round"])
+    config = msg.content["config"]
+    server_round = int(config["server-round"])
     fail_every = int(context.node_config.get("fail-every", 0))
     if fail_every and server_round % fail_every == 0:
         raise RuntimeError(f"injected failure in round {server_round}")
     X, y = load_partition(int(context.node_config["partition-id"]))
-    theta = msg.content["arrays"].to_numpy_ndarrays()[0]
-    theta = local_train(theta, X, y, epochs=int(context.run_config["local-epochs"]),
-                        lr=float(context.run_config["learning-rate"]))
+    received = msg.content["arrays"].to_numpy_ndarrays()[0]
+    theta = local_train(received, X, y, epochs=int(context.run_config["local-epochs"]),
+                        lr=float(context.run_config["learning-rate"]),
+                        proximal_mu=float(config.get("proximal-mu", 0.0)))
     loss, accuracy = loss_and_accuracy(theta, X, y)
-    content = RecordDict({"arrays": ArrayRecord([np.asarray(theta)]),
+    content = RecordDict({"arrays": ArrayRecord([np.asarray(theta, dtype=received.dtype)]),
                           "metrics": MetricRecord({"train-loss": loss, "train-accuracy": accuracy,
                                                    "num-examples": len(y)})})
     return Message(content=content, reply_to=msg)

@@ -49,9 +49,16 @@ def loss_and_accuracy(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[
     return float(loss), float(np.mean((p >= 0.5) == (y == 1)))
 
 
-def local_train(theta: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float) -> np.ndarray:
-    """``epochs`` steps of full-batch gradient descent on the logistic loss from ``θ``."""
-    theta = np.array(theta, dtype=np.float64)
+def local_train(theta: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float,
+                proximal_mu: float = 0.0) -> np.ndarray:
+    """``epochs`` steps of full-batch gradient descent on the logistic loss from ``θ``.
+
+    With ``proximal_mu > 0`` the loss has FedProx's proximal term ``μ/2 ‖θ − θ_global‖²``
+    (Li et al., "Federated Optimization in Heterogeneous Networks", 2020), ``θ_global``
+    the received model; the strategy sends ``μ`` as ``proximal-mu`` in the train config.
+    """
+    start = np.array(theta, dtype=np.float64)
+    theta = start.copy()
     for _ in range(int(epochs)):
-        theta -= lr * X.T @ (_sigmoid(X @ theta) - y) / len(y)
+        theta -= lr * (X.T @ (_sigmoid(X @ theta) - y) / len(y) + proximal_mu * (theta - start))
     return theta
