@@ -10,8 +10,17 @@ Three ways to evaluate it:
   components all have one).
 - ``"exact"``: enumerate all ``2^n`` sets once, then contract the value table with
   ``[1 − y_v, y_v]`` along every worker axis; the full gradient costs ``O(2^n)`` too.
-- ``"monte-carlo"``: ``samples`` uniforms ``U`` drawn once (common random numbers),
-  ``R = {u : U_u < y_u}`` for every ``y``; standard errors are ``std / sqrt(samples)``.
+- ``"monte-carlo"``: ``samples × n`` uniforms ``U`` fixed once (common random numbers),
+  ``R_s = {u : U_{s,u} < y_u}`` for every ``y``, and the unbiased shared-sample estimators
+  ``F ≈ mean_s f(R_s)``, ``∂F/∂y_u ≈ mean_s [f(R_s ∪ {u}) − f(R_s \\ {u})]``; standard
+  errors ``std / sqrt(samples)``. For a generic utility a gradient evaluates ``f`` on
+  ``samples·n`` toggled sets (``O(samples·n²)`` time for the accuracy utility), in blocks of
+  ``O(n)`` sets; for the learning-curve utilities (:mod:`fairsched.submodular.curve_sums`)
+  the same estimator is computed from the sample sums in ``O(samples·n)``.
+
+The uniforms are drawn in blocks of rows, block ``i`` from ``default_rng([entropy, i])``;
+they are kept when ``samples·n <=`` :data:`STORE_CELLS` and redrawn at every call
+otherwise, so memory stays ``O(n·rows)`` at any ``n`` and both give the same numbers.
 
 :class:`MultilinearOracle` keeps the enumeration table or the uniforms between calls,
 for loops such as continuous greedy; :func:`multilinear` is the one-shot form.
@@ -19,23 +28,25 @@ for loops such as continuous greedy; :func:`multilinear` is the one-shot form.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 
+from fairsched.results import Result
 from fairsched.seeding import Seed, as_generator
-
+from fairsched.submodular.curve_sums import BATCHES, CurveSumsEstimator, curve_sums_of
 from fairsched.utilities.base import SetFunction
 from fairsched.utilities.mixture import Mixture
-from fairsched.results import Result
 
 METHODS = ("auto", "closed-form", "exact", "monte-carlo")
 AUTO_EXACT_MAX_N = 16
 EXACT_MAX_N = 20
 CHUNK_CELLS = 2_000_000
+#: uniforms kept between calls up to this many (8 bytes each); beyond, redrawn per call
+STORE_CELLS = 25_000_000
 
 ClosedForm = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -166,10 +177,11 @@ class MultilinearOracle:
 
     ``method`` is resolved once (see :func:`resolve_method`) and stored in
     :attr:`method`. ``"exact"`` evaluates all ``2^n`` sets at construction;
-    ``"monte-carlo"`` draws ``samples × n`` uniforms from ``numpy.random.default_rng(seed)``
-    at construction and reuses them at every call (common random numbers), so two calls
-    at the same ``y`` agree exactly and nearby ``y`` get correlated estimates.
-    ``seed`` may also be a numpy ``Generator``.
+    ``"monte-carlo"`` fixes ``samples × n`` uniforms from ``seed`` at construction and
+    reuses them at every call (common random numbers), so two calls at the same ``y``
+    agree exactly and nearby ``y`` get correlated estimates. ``seed`` may also be a
+    numpy ``Generator``. :attr:`structured` tells whether Monte Carlo uses the
+    ``O(samples·n)`` learning-curve form (the same estimator, see the module docstring).
     """
 
     def __init__(self, utility: SetFunction, method: str = "auto", samples: int = 2000,
@@ -178,12 +190,27 @@ class MultilinearOracle:
         self.n = int(utility.n)
         self.samples = _check_samples(samples)
         self.method = resolve_method(utility, method)
+        self.structured = False
         if self.method == "closed-form":
             self._closed = _closed_form(utility)
         elif self.method == "exact":
             self._table = self._value_table()
         else:
-            self._uniforms = as_generator(seed).random((self.samples, self.n))
+            self._entropy = int(as_generator(seed).integers(2**63))
+            self._layout = _layout(self.samples, self.n)
+            self._stored = None
+            if self.samples * self.n <= STORE_CELLS:
+                self._stored = [self._draw(i, rows) for i, (_, rows) in enumerate(self._layout)]
+            structure = curve_sums_of(utility)
+            self.structured = structure is not None
+            self._curve = CurveSumsEstimator(structure) if self.structured else None
+
+    def _draw(self, block: int, rows: slice) -> np.ndarray:
+        return np.random.default_rng([self._entropy, block]).random((rows.stop - rows.start, self.n))
+
+    def _blocks(self) -> Iterator[tuple[int, slice, np.ndarray]]:
+        for i, (batch, rows) in enumerate(self._layout):
+            yield batch, rows, self._stored[i] if self._stored is not None else self._draw(i, rows)
 
     def _value_table(self) -> np.ndarray:
         total = 1 << self.n
@@ -203,29 +230,49 @@ class MultilinearOracle:
         if self.method == "exact":
             value, grad = _contract(self._table, y)
             return MultilinearEstimate(value, grad, 0.0, np.zeros(self.n), self.method)
+        if self.structured:
+            value, grad, value_se, grad_se = self._curve.estimate(
+                y, ((batch, u) for batch, _, u in self._blocks()), self.samples)
+            return MultilinearEstimate(value, grad, value_se, grad_se, self.method)
         return self._monte_carlo(y)
 
     def _monte_carlo(self, y: np.ndarray) -> MultilinearEstimate:
         n, m = self.n, self.samples
-        picked = self._uniforms < y
         base = np.empty(m)
-        diffs = np.empty((m, n))
-        flip = np.eye(n, dtype=bool)
-        step = max(1, CHUNK_CELLS // (n * (n + 1)))
+        total, squares = np.zeros(n), np.zeros(n)
         # f(R ∪ u) − f(R \ u) needs only R with u toggled: the other side is f(R) itself.
-        for start in range(0, m, step):
-            rows = slice(start, min(m, start + step))
-            sets = picked[rows]
-            base[rows] = self.utility.values(sets)
-            toggled = self.utility.values((sets[:, None, :] ^ flip).reshape(-1, n))
-            toggled = toggled.reshape(-1, n)
-            here = base[rows, None]
-            diffs[rows] = np.where(sets, here - toggled, toggled - here)
+        for _, rows, uniforms in self._blocks():
+            sets = uniforms < y
+            here = self.utility.values(sets)
+            base[rows] = here
+            step = max(1, CHUNK_CELLS // (sets.shape[0] * n))
+            for start in range(0, n, step):
+                us = np.arange(start, min(n, start + step))
+                toggled = np.repeat(sets[:, None, :], us.size, axis=1)
+                toggled[:, np.arange(us.size), us] ^= True
+                other = self.utility.values(toggled.reshape(-1, n)).reshape(-1, us.size)
+                diff = np.where(sets[:, us], here[:, None] - other, other - here[:, None])
+                total[us] += diff.sum(axis=0)
+                squares[us] += (diff ** 2).sum(axis=0)
+        mean = total / m
         ddof = 1 if m > 1 else 0
+        variance = np.maximum(squares - m * mean ** 2, 0.0) / max(m - ddof, 1)
         scale = 1.0 / np.sqrt(m)
-        return MultilinearEstimate(float(base.mean()), diffs.mean(axis=0),
+        return MultilinearEstimate(float(base.mean()), mean,
                                    float(base.std(ddof=ddof) * scale),
-                                   diffs.std(axis=0, ddof=ddof) * scale, self.method)
+                                   np.sqrt(variance) * scale, self.method)
+
+
+def _layout(samples: int, n: int) -> list[tuple[int, slice]]:
+    """Row blocks ``(batch, rows)``: :data:`BATCHES` batches, each cut into blocks of at most
+    ``CHUNK_CELLS / n`` rows (the unit of memory)."""
+    per_batch = -(-samples // min(BATCHES, samples))
+    per_block = max(1, min(per_batch, CHUNK_CELLS // n))
+    out = []
+    for batch, start in enumerate(range(0, samples, per_batch)):
+        stop = min(samples, start + per_batch)
+        out.extend((batch, slice(s, min(stop, s + per_block))) for s in range(start, stop, per_block))
+    return out
 
 
 def multilinear(utility: SetFunction, y: Any, *, method: str = "auto", samples: int = 2000,

@@ -100,8 +100,12 @@ def pipage_round(y: Any, seed: Seed) -> np.ndarray:
 
     Returns the sorted ``int64`` indices of ``S``. ``seed``: an int or a numpy Generator.
     """
-    y = check_fractional(y)
-    gen = as_generator(seed)
+    return pipage_round_snapped(check_fractional(y), as_generator(seed))
+
+
+def pipage_round_snapped(y: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """:func:`pipage_round` without the checks: ``y`` float64 in ``[0, 1]`` with entries within
+    ``SNAP`` of 0 or 1 already set to exactly 0 or 1 (as :func:`check_fractional` leaves them)."""
     chosen = y == 1.0
     carry, c = -1, 0.0
     for j in np.flatnonzero((y > 0.0) & (y < 1.0)).tolist():
