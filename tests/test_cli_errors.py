@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import json
+import math
 import os
 import signal
 import stat
@@ -190,10 +192,17 @@ def test_a_missing_optional_dependency_is_bad_input_with_the_install_hint(monkey
     assert f"optional dependency '{module}'" in line and hint in line
 
 
-def test_enumeration_at_a_tiny_time_limit_says_what_to_do(capsys):
-    assert main(["optimum", "paper", "--method", "enumeration", "--time-limit", "1e-7"]) == 2
-    line = one_error_line(capsys.readouterr())
-    assert "time limit" in line and "column generation" in line
+def test_enumeration_at_a_tiny_time_limit_returns_certified_bounds(capsys):
+    # A time limit is an answer, not an error: the bounds reached, with an honest status.
+    assert main(["optimum", "paper", "--method", "enumeration", "--time-limit", "1e-7"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert "stopped: time-limit" in first and "certified upper bound" in first
+    assert "U_opt" not in first
+    assert main(["optimum", "paper", "--method", "enumeration", "--time-limit", "1e-7", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["status"] == "time-limit" and answer["success"] is False
+    assert answer["value"] <= answer["upper_bound"] and math.isfinite(answer["upper_bound"])
 
 
 def test_a_raw_solver_error_is_bad_input_with_advice(monkeypatch, capsys):
