@@ -395,3 +395,26 @@ def test_missing_matplotlib_skips_the_figures_but_writes_the_tables(monkeypatch,
     assert cli_bench.main([PAPER, "--policies", "fairdg", "--seeds", "1", "--rounds", "100", "--out", str(out)]) == 0
     assert {p.name for p in out.iterdir()} == {"results.csv", "timings.csv", "results.md"}
     assert "no figures: figures need matplotlib" in capsys.readouterr().err
+
+
+def test_lazy_greedy_on_lyapunovs_score_equals_greedy():
+    """Queue-penalised accuracy (chains of equal queues, every head evaluated each step): greedy's set."""
+    from fairsched.policies.lyapunov import _Penalised
+
+    rng = np.random.default_rng(11)
+    n, k = 3000, 60
+    sizes = np.where(np.arange(n) < k, rng.uniform(400, 600, n), rng.uniform(50, 150, n)).round()
+    utility = AccuracyUtility(sizes)
+    queues = np.zeros(n)
+    r = np.where(np.arange(n) < k, 0.1, 0.7 * k / (n - k))
+    dense = 0
+    for _ in range(40):
+        score = _Penalised(utility, 10.0, queues)
+        available = rng.random(n) < 0.95
+        trace = lazy_greedy_trace(score, k, candidates=available)
+        assert np.array_equal(trace.selected, greedy_complete(score, k, candidates=available))
+        dense += trace.evaluations < n  # chains: far fewer evaluations than workers
+        queues += r
+        queues[trace.selected] -= 1.0
+        np.maximum(queues, 0.0, out=queues)
+    assert dense == 40

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from conftest import INSTANCES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fairsched.metrics import evaluate
-from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.lp.solve import optimum
+from fairsched.metrics import evaluate
 from fairsched.policies import FairDG, make_policy
+from fairsched.policies.cache import ENTRY_OVERHEAD, ArrayLRU, mask_digest
 from fairsched.problem import Problem
 from fairsched.runtime.simulation import run
-from fairsched.utilities import FacilityLocation
-
-from conftest import INSTANCES
+from fairsched.utilities import FacilityLocation, Modular
 
 
 def floors_always_met(schedule, r) -> bool:
@@ -99,3 +97,50 @@ def test_greedy_is_unfair_on_the_paper_instance():
     report = evaluate(run(problem, make_policy("greedy"), 1000), problem, optimum(problem).value)
     assert report.ratio > 1
     assert np.flatnonzero(report.selection_fraction == 0).tolist() == [0, 4, 8, 9]
+
+
+def test_completion_cache_is_bounded_in_bytes_and_changes_no_decision():
+    """Availability makes many distinct (A_t, available) pairs; a tiny byte budget evicts, never decides."""
+    problem = load_instance(INSTANCES / "paper.toml")
+    rng = np.random.default_rng(2)
+    masks = rng.random((3000, problem.n)) < 0.7
+    budget = 3 * (16 + problem.k * 8 + ENTRY_OVERHEAD)  # room for three completions
+    small, large = FairDG(cache_bytes=budget), FairDG()
+    for policy in (small, large):
+        policy.reset(problem, 0)
+    for mask in masks:
+        a, b = small.select(mask), large.select(mask)
+        assert np.array_equal(a, b)
+        small.observe(a)
+        large.observe(b)
+        assert small._completions.nbytes <= budget
+    assert len(small._completions) <= 3 < len(large._completions)
+
+
+def test_array_lru_evicts_the_least_recently_used():
+    cache = ArrayLRU(max_bytes=3 * (1 + 8 + ENTRY_OVERHEAD))
+    for key in (b"a", b"b", b"c"):
+        cache.put(key, np.zeros(1, dtype=np.int64))
+    assert cache.get(b"a") is not None  # a is now the most recent
+    cache.put(b"d", np.zeros(1, dtype=np.int64))
+    assert cache.get(b"b") is None and cache.get(b"a") is not None and len(cache) == 3
+    cache.put(b"huge", np.zeros(1000, dtype=np.int64))  # larger than the whole budget: not kept
+    assert cache.get(b"huge") is None and len(cache) == 3
+    assert mask_digest(np.array([True, False])) != mask_digest(np.array([True, False, False]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["deadline", "debt"]))
+def test_most_urgent_partition_agrees_with_a_full_sort(seed, rank):
+    """The partition keeps exactly the k first of (deadline, −debt, index), ties included."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    k = int(rng.integers(1, n + 1))
+    policy = FairDG(rank=rank)
+    policy.reset(Problem(Modular(np.ones(n)), k=k, r=rng.choice([1, 2, 4], size=n) * k / (4 * n)), 0)
+    debt = rng.choice([-0.5, 0.0, 0.25, 0.5], size=n)  # coarse values: many exact ties
+    members = np.sort(rng.choice(n, size=int(rng.integers(k, n + 1)), replace=False))
+    d = debt[members]
+    keys = ((1 - d) / policy._r[members], -d, members) if rank == "deadline" else (-d, members)
+    expected = np.sort(members[np.lexsort(keys[::-1])[:k]])
+    assert np.array_equal(policy._most_urgent(members, debt, k), expected)

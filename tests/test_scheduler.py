@@ -6,13 +6,11 @@ import json
 
 import numpy as np
 import pytest
-
-from fairsched.errors import FairschedError, InstanceError
-from fairsched.instances import load_instance
-from fairsched.errors import CheckpointError
-from fairsched.runtime.scheduler import Scheduler
-
 from conftest import INSTANCES
+
+from fairsched.errors import CheckpointError, FairschedError, InstanceError
+from fairsched.instances import load_instance
+from fairsched.runtime.scheduler import Scheduler
 
 POLICIES = ["fairdg", "faircg1", "faircg2", "lp-random", "lp-sequenced", "lyapunov", "greedy", "random",
             "round-robin"]
@@ -132,3 +130,34 @@ def test_state_of_another_problem_or_policy_is_refused(tmp_path):
     path.write_text(json.dumps(state))
     with pytest.raises(CheckpointError, match="malformed"):
         Scheduler.load(path, problem, "fairdg")
+
+
+def test_available_mask_decides_as_the_ids_do():
+    problem = load_instance(INSTANCES / "paper.toml")
+    by_ids, by_mask = Scheduler(problem, "fairdg"), Scheduler(problem, "fairdg")
+    rng = np.random.default_rng(4)
+    for t in range(1, 301):
+        mask = rng.random(problem.n) < 0.8
+        available = [w for w, ok in zip(problem.ids, mask) if ok]
+        chosen = by_ids.select(t, available)
+        assert by_mask.select(t, available_mask=mask) == chosen
+        assert set(chosen) <= set(available)
+        by_ids.observe(t, chosen)
+        by_mask.observe(t, chosen)
+    assert by_ids.debts() == by_mask.debts()
+
+
+def test_available_mask_is_checked():
+    problem = load_instance(INSTANCES / "paper.toml")
+    scheduler = Scheduler(problem, "fairdg")
+    with pytest.raises(InstanceError, match=r"available_mask must be a boolean array of shape \(10,\)"):
+        scheduler.select(1, available_mask=np.ones(problem.n, dtype=int))
+    with pytest.raises(InstanceError, match=r"shape \(10,\), got bool of shape \(9,\)"):
+        scheduler.select(1, available_mask=np.ones(problem.n - 1, dtype=bool))
+    with pytest.raises(InstanceError, match=r"select_indices: available must be"):
+        scheduler.select_indices(1, np.ones(problem.n + 1, dtype=bool))
+    with pytest.raises(FairschedError, match="give one of available_ids, unavailable_ids or available_mask"):
+        scheduler.select(1, ["u1"], available_mask=np.ones(problem.n, dtype=bool))
+    mask = np.zeros(problem.n, dtype=bool)
+    mask[[0, 3]] = True
+    assert scheduler.select(1, available_mask=mask) == ["u1", "u4"]

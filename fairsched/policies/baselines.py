@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairsched.submodular.greedy import greedy_complete
 from fairsched.policies.base import Policy
+from fairsched.submodular.greedy import greedy_complete
 
 
 class GreedyPolicy(Policy):

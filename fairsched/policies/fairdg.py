@@ -20,8 +20,14 @@ earliest deadline first: worker ``u``'s debt reaches 1 after ``(1 − D_u)/r_u``
 rounds without selection; smaller first, ties to the larger debt, then the lower index.
 ``rank="debt"`` restores the paper's rule (largest debt first, ties to the lower index).
 
-Complexity: the greedy completion depends only on ``A_t``, so it is cached per distinct
-``A_t``; a round costs ``O(n)`` numpy work plus ``O(k)`` gain evaluations on a cache miss.
+Complexity, per round: ``O(n)`` numpy work for the debts and ``A_t``; when ``|A_t| >= k``
+the ``k`` most urgent by a partition (``O(|A_t|)``, the tied ones ordered exactly as a full
+sort would); when ``|A_t| < k`` the greedy completion by lazy greedy
+(:func:`fairsched.submodular.lazy_greedy.lazy_greedy`, the same set as plain greedy:
+``O(n)`` for the accuracy utility, whose gains are ordered by data size). The completion
+depends only on ``(A_t, available)``, so it is cached under a 16-byte digest of the two
+masks, least recently used first out, within ``cache_bytes``
+(:class:`fairsched.policies.cache.ArrayLRU`).
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from fairsched.errors import PolicyError
-from fairsched.submodular.greedy import greedy_complete
 from fairsched.policies.base import DEBT_TOLERANCE, Policy, count_param
+from fairsched.policies.cache import ArrayLRU, mask_digest
+from fairsched.submodular.lazy_greedy import lazy_greedy
 
 RANKS = ("deadline", "debt")
 
@@ -45,27 +52,31 @@ class FairDG(Policy):
     rank : {"deadline", "debt"}
         How to choose ``k`` of ``A_t`` when ``|A_t| >= k`` (see the module docstring).
     cache_size : int
-        Most distinct ``A_t`` whose greedy completions are kept.
+        Most distinct ``(A_t, available)`` whose greedy completions are kept (default 100,000).
+    cache_bytes : int
+        Most bytes the cached completions, their keys and bookkeeping take (default 64 MiB:
+        about 8,200 completions at ``k = 1,000``; at ``k = 6`` an entry takes 192 bytes and
+        ``cache_size`` binds first); the least recently used go first.
     """
 
     name = "fairdg"
 
-    def __init__(self, rank: str = "deadline", cache_size: int = 100_000) -> None:
+    def __init__(self, rank: str = "deadline", cache_size: int = 100_000, cache_bytes: int = 64 << 20) -> None:
         super().__init__()
         if rank not in RANKS:
             raise PolicyError(f"fairdg: unknown rank {rank!r}; choose one of {', '.join(RANKS)}")
         self.rank = rank
         self.cache_size = count_param(self.name, "cache_size", cache_size)
-        self._completions: dict[bytes, np.ndarray] = {}
+        self.cache_bytes = count_param(self.name, "cache_bytes", cache_bytes)
+        self._completions = ArrayLRU(self.cache_bytes, self.cache_size)
 
     def params(self) -> dict[str, Any]:
         return {"rank": self.rank}
 
     def _prepare(self) -> None:
-        self._completions = {}
+        self._completions = ArrayLRU(self.cache_bytes, self.cache_size)
         self._r = np.asarray(self.problem.r, dtype=np.float64)
         self._positive = self._r > 0
-        self._index = np.arange(self.problem.n)
 
     def debts(self) -> np.ndarray:
         """``D_u = r_u·t − N_u(t−1)`` for the coming round ``t``."""
@@ -74,30 +85,35 @@ class FairDG(Policy):
     def _select(self, available: np.ndarray) -> np.ndarray:
         k = self.problem.k
         debt = self.debts()
-        behind = self._positive & (debt >= -DEBT_TOLERANCE) & available
-        size = int(np.count_nonzero(behind))
-        if size >= k:
-            return self._most_urgent(np.flatnonzero(behind), debt, k)
-        return self._complete(behind, available)
+        behind = self._positive & (debt >= -DEBT_TOLERANCE)
+        behind &= available
+        members = np.flatnonzero(behind)
+        if members.size >= k:
+            return self._most_urgent(members, debt, k)
+        return self._complete(behind, members, available)
 
     def _most_urgent(self, members: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
+        """The first ``k`` of ``members`` by (deadline, −debt, index), or (−debt, index)."""
         d = debt[members]
         if self.rank == "deadline":
             with np.errstate(over="ignore"):  # a subnormal floor's deadline is simply far away
-                keys = ((1.0 - d) / self._r[members], -d, members)
+                primary = (1.0 - d) / self._r[members]
         else:
-            keys = (-d, members)
-        # np.lexsort sorts by the last key first.
-        order = np.lexsort(keys[::-1])
+            primary = -d
+        if members.size > k:
+            # the k-th smallest primary key: those below are in, the tied ones are ordered fully
+            kth = np.partition(primary, k - 1)[k - 1]
+            keep = np.flatnonzero(primary <= kth)
+            members, d, primary = members[keep], d[keep], primary[keep]
+        keys = (primary, -d, members) if self.rank == "deadline" else (primary, members)
+        order = np.lexsort(keys[::-1])  # np.lexsort sorts by the last key first
         return np.sort(members[order[:k]])
 
-    def _complete(self, behind: np.ndarray, available: np.ndarray) -> np.ndarray:
-        key = behind.tobytes() + available.tobytes()
+    def _complete(self, behind: np.ndarray, members: np.ndarray, available: np.ndarray) -> np.ndarray:
+        key = mask_digest(behind, available)
         chosen = self._completions.get(key)
         if chosen is None:
-            chosen = greedy_complete(self.problem.utility, self.problem.k,
-                                     base=np.flatnonzero(behind), candidates=available)
-            if len(self._completions) >= self.cache_size:
-                self._completions.clear()
-            self._completions[key] = chosen
+            chosen = lazy_greedy(self.problem.utility, self.problem.k, base=members, candidates=available)
+            chosen.setflags(write=False)
+            self._completions.put(key, chosen)
         return chosen

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fairsched.errors import FairschedError, PolicyError
 from fairsched.policies.base import Policy
@@ -27,7 +28,7 @@ def make_policy(name: str | Policy, **params: Any) -> Policy:
     >>> make_policy("fairdg", speed=2)
     Traceback (most recent call last):
     ...
-    fairsched.errors.PolicyError: fairdg: unknown parameter(s) speed; accepted: rank, cache_size
+    fairsched.errors.PolicyError: fairdg: unknown parameter(s) speed; accepted: rank, cache_size, cache_bytes
     """
     if isinstance(name, Policy):
         if params:

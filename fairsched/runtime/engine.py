@@ -27,7 +27,11 @@ import numpy as np
 from fairsched.errors import CheckpointError, FairschedError
 from fairsched.policies import Policy, make_policy
 from fairsched.problem import Problem
-from fairsched.runtime.state import STATE_VERSION, check_state_header, problem_fingerprint
+from fairsched.runtime.state import (
+    STATE_VERSION,
+    check_state_header,
+    problem_fingerprint,
+)
 from fairsched.seeding import Seed
 
 if TYPE_CHECKING:

@@ -11,13 +11,22 @@ restarts from that round (it owes nothing for the time it was away).
 The scheduler is the :class:`~fairsched.runtime.engine.Engine` addressed by worker id; its
 whole state, random generator included, is the engine's versioned JSON document, and a
 scheduler restored from it makes exactly the decisions the original would have made.
+
+Cost per round. The id-to-index map and the object array of ids are built once; a call
+converts the ids it is given (one dictionary look-up each, in C through ``map``) and
+returns ``k`` ids. With most workers available, passing the few ``unavailable_ids``
+instead of ``available_ids`` converts far fewer strings; a caller that already holds a
+boolean mask passes ``available_mask`` and converts none. Callers that already hold
+indices use :meth:`Scheduler.select_indices` and :meth:`Scheduler.observe_indices`, which do
+no per-worker Python work at all.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,6 +80,7 @@ class Scheduler:
         self.problem = problem
         self.policy = self.engine.policy
         self._position = {w: i for i, w in enumerate(problem.ids)}
+        self._id_array = np.array(problem.ids, dtype=object)
 
     @property
     def round(self) -> int:
@@ -94,33 +104,103 @@ class Scheduler:
         return self.engine.pending
 
     # ids ---------------------------------------------------------------------------------
-    def _indices(self, ids: Iterable[str], what: str) -> np.ndarray:
+    def indices_of(self, ids: Iterable[str], what: str = "indices_of") -> np.ndarray:
+        """The indices of ``ids`` in the order given (an :class:`InstanceError` names an unknown one)."""
+        if isinstance(ids, np.ndarray) and ids.dtype.kind == "U":
+            ids = ids.tolist()
+        elif not isinstance(ids, (list, tuple)):
+            ids = list(ids)
         try:
-            return np.unique(np.fromiter((self._position[str(w)] for w in ids), dtype=np.int64))
-        except KeyError as missing:
-            raise InstanceError(f"{what}: unknown worker id {missing}") from None
+            return np.fromiter(map(self._position.__getitem__, ids), dtype=np.int64, count=len(ids))
+        except (KeyError, TypeError):  # a non-str id (an int, say) or an unknown one: the slow path says which
+            try:
+                return np.fromiter((self._position[str(w)] for w in ids), dtype=np.int64, count=len(ids))
+            except KeyError as missing:
+                raise InstanceError(f"{what}: unknown worker id {missing}") from None
 
-    def _ids(self, indices: np.ndarray) -> list[str]:
-        ids = self.problem.ids
-        return [ids[i] for i in indices]
+    def ids_of(self, indices: np.ndarray) -> list[str]:
+        """The ids of worker ``indices``."""
+        return self._id_array[np.asarray(indices, dtype=np.int64)].tolist()
+
+    def _indices(self, ids: Iterable[str], what: str) -> np.ndarray:
+        return np.unique(self.indices_of(ids, what))
+
+    def _mask(self, indices: np.ndarray, value: bool) -> np.ndarray:
+        mask = np.full(self.problem.n, not value, dtype=bool)
+        mask[indices] = value
+        return mask
 
     # the loop ----------------------------------------------------------------------------
-    def select(self, round: int, available_ids: Iterable[str] | None = None) -> list[str]:
-        """The ids to ask in ``round`` (``= last observed round + 1``), among ``available_ids``."""
-        if round != self.round + 1:
-            raise FairschedError(f"select: expected round {self.round + 1}, got {round}")
+    def select(self, round: int, available_ids: Iterable[str] | None = None, *,
+               unavailable_ids: Iterable[str] | None = None,
+               available_mask: np.ndarray | None = None) -> list[str]:
+        """The ids to ask in ``round`` (``= last observed round + 1``), among ``available_ids``.
+
+        ``unavailable_ids`` says the same the other way round (everyone else is available);
+        ``available_mask`` is a boolean array of length ``n`` in the order of
+        ``problem.ids``, for callers that already hold one (no per-worker Python work).
+        Give at most one of the three.
+        """
+        given = sum(x is not None for x in (available_ids, unavailable_ids, available_mask))
+        if given > 1:
+            raise FairschedError("select: give one of available_ids, unavailable_ids or available_mask")
+        self._check_select(round)
         mask = None
         if available_ids is not None:
-            mask = np.zeros(self.problem.n, dtype=bool)
-            mask[self._indices(available_ids, "select")] = True
-        return self._ids(self.engine.select(mask))
+            mask = self._mask(self.indices_of(available_ids, "select"), True)
+        elif unavailable_ids is not None:
+            mask = self._mask(self.indices_of(unavailable_ids, "select"), False)
+        elif available_mask is not None:
+            mask = self._checked_mask(available_mask, "select")
+        return self.ids_of(self.engine.select(mask))
+
+    def _checked_mask(self, mask: np.ndarray, what: str, name: str = "available_mask") -> np.ndarray:
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.shape != (self.problem.n,):
+            raise InstanceError(f"{what}: {name} must be a boolean array of shape ({self.problem.n},), "
+                                f"got {mask.dtype} of shape {mask.shape}")
+        return mask
+
+    def select_indices(self, round: int, available: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`select` by index: the sorted ``int64`` workers for ``round``.
+
+        ``available`` is a boolean mask of length ``n`` or an array of worker indices
+        (``None``: everyone). No per-worker Python work: for servers that keep indices.
+        """
+        self._check_select(round)
+        mask = None
+        if available is not None:
+            available = np.asarray(available)
+            if available.dtype == bool:
+                mask = self._checked_mask(available, "select_indices", "available")
+            else:
+                indices = available.astype(np.int64, copy=False)
+                if indices.size and (indices.min() < 0 or indices.max() >= self.problem.n):
+                    raise InstanceError(f"select_indices: worker indices must lie in 0..{self.problem.n - 1}")
+                mask = self._mask(indices, True)
+        return self.engine.select(mask)
+
+    def _check_select(self, round: int) -> None:
+        if round != self.round + 1:
+            raise FairschedError(f"select: expected round {self.round + 1}, got {round}")
 
     def observe(self, round: int, served_ids: Iterable[str]) -> None:
         """Record who returned an update in ``round``; they must be among the ids selected."""
+        self._check_observe(round)
+        self._observe(self._indices(served_ids, "observe"))
+
+    def observe_indices(self, round: int, served: np.ndarray | None = None) -> None:
+        """:meth:`observe` by index: ``served`` worker indices (``None``: everyone selected served)."""
+        self._check_observe(round)
+        self._observe(None if served is None else np.unique(np.asarray(served, dtype=np.int64)))
+
+    def _check_observe(self, round: int) -> None:
         if self.pending is None or round != self.round + 1:
             raise FairschedError(f"observe: round {round} was not selected (next round is {self.round + 1})")
+
+    def _observe(self, served: np.ndarray | None) -> None:
         try:
-            self.engine.observe(self._indices(served_ids, "observe"))
+            self.engine.observe(served)
         except InstanceError:
             raise
         except FairschedError as exc:
@@ -160,7 +240,7 @@ class Scheduler:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], problem: Problem, policy: str | Policy = "fairdg",
-             **kwargs: Any) -> "Scheduler":
+             **kwargs: Any) -> Scheduler:
         """A scheduler for ``problem`` restored from the JSON file at ``path``."""
         state = read_state(path)
         seed = state.get("seed", 0) if isinstance(state, dict) else 0

@@ -12,11 +12,26 @@ above the best fresh gain, 1 (or the state's ``first_batch``), 2, 4, … per vec
 Re-evaluations go through an *incremental* state (:func:`incremental_gains`): a utility
 with an ``incremental(base)`` method provides its own (:meth:`FacilityLocation.incremental
 <fairsched.utilities.facility_location.FacilityLocation.incremental>`: ``O(points)`` per
-gain instead of ``O(points·n)`` for all); a utility that only implements ``values`` (e.g. a
-``python`` callable) gets :class:`ValuesGains`, one set evaluation per re-evaluated worker
-instead of ``n + 1`` per step. A utility with a closed-form ``gains`` and no incremental
-state (coverage, accuracy, …) computes all gains in about the time of one set evaluation,
-so laziness saves nothing there and every step is a plain greedy step.
+gain instead of ``O(points·n)`` for all); accuracy, modular and concave-over-modular
+utilities get the states of :mod:`fairsched.submodular.incremental` (``O(1)`` or
+``O(features)`` per gain); a utility that only implements ``values`` (e.g. a ``python``
+callable) gets :class:`ValuesGains`, one set evaluation per re-evaluated worker instead of
+``n + 1`` per step. Any other utility with a closed-form ``gains`` (coverage, mixtures, …)
+takes plain greedy steps.
+
+**Scale.** Only the ``≈ 2·(k − |base|)`` candidates with the largest gains at the base set
+are kept in the arrays a step scans; every other candidate is bounded by the largest of
+their initial gains, or more tightly by the state's ``group_bound``, and joins when that
+bound comes within the margin of a winner. A step therefore costs ``O(k)`` numpy work
+rather than ``O(n)``. A state may also arrange the candidates in ``chains`` along which the
+gains never increase (equal queues in Lyapunov's score, ordered by data size): only a
+chain's head is a contender, so many equal candidates make one bound, not a many-way tie.
+When there are at most :data:`SMALL_PREFIX` chains and the gains cost ``O(1)`` each
+(``cheap_gains``), every head is evaluated at every step in one vectorised call, which
+costs less Python per step than choosing which bounds to refresh; costly gains (facility
+location: ``O(points)`` each) always stay lazy. A state with an ``order_key`` (gains ordered by a fixed key at every
+``S``: accuracy's sizes, modular weights) needs no step at all: the greedy set is the
+largest keys, ties to the lower index, found by one partition in ``O(n)``.
 
 **Same set as** :func:`fairsched.submodular.greedy.greedy_complete`. The incremental gains equal the
 oracle's :meth:`~fairsched.utilities.base.SetFunction.gains` up to rounding (another
@@ -32,18 +47,24 @@ bounds are not bounds and the sets can differ.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from fairsched.submodular.incremental import closed_form_state
 from fairsched.utilities.base import SetFunction, as_index_set, index_set_to_mask
 
 #: relative margin below which a step is settled by the oracle's own gains (rounding of the
 #: incremental gains is ~points·1e-16 relative; 1e-9 leaves six orders of magnitude)
 DEFAULT_RTOL = 1e-9
-#: most stale bounds re-evaluated in one vectorised call (the batches double up to it)
-MAX_BATCH = 64
+#: most stale bounds re-evaluated in one vectorised call (the batches double up to it): when
+#: every gain shrinks alike (a concave function of a sum), many stale bounds stay above the
+#: leader, and doubling without a low cap finds them in O(log prefix) calls
+MAX_BATCH = 1 << 16
+#: at most this many chains of O(1) gains (a state's ``cheap_gains``) are all evaluated at every step
+SMALL_PREFIX = 512
 
 
 class IncrementalGains(Protocol):
@@ -97,14 +118,19 @@ class ValuesGains:
 def incremental_gains(utility: SetFunction, base: Any = ()) -> IncrementalGains | None:
     """The incremental state lazy greedy re-evaluates bounds with, or ``None`` if laziness cannot help.
 
-    ``utility.incremental(base)`` when the utility has it; :class:`ValuesGains` when it only
-    implements ``values`` (its ``gains`` is the default, ``n + 1`` evaluations per step);
-    ``None`` when it has a closed-form ``gains`` (all ``n`` gains for about one evaluation).
+    ``utility.incremental(base)`` when the utility has it; the states of
+    :mod:`fairsched.submodular.incremental` for accuracy, modular and concave-over-modular
+    utilities; :class:`ValuesGains` when the utility only implements ``values`` (its ``gains``
+    is the default, ``n + 1`` evaluations per step); ``None`` for any other closed-form
+    ``gains`` (all ``n`` gains for about one evaluation).
     """
     base = as_index_set(base, utility.n)
     make = getattr(utility, "incremental", None)
     if callable(make):
         return make(base)
+    state = closed_form_state(utility, base)
+    if state is not None:
+        return state
     if type(utility).gains is SetFunction.gains:
         return ValuesGains(utility, base)
     return None
@@ -136,13 +162,18 @@ def lazy_greedy(utility: SetFunction, k: int, base: np.ndarray | None = None,
     step is settled by the oracle's ``gains(S)``; ``incremental(utility, base)`` builds the
     incremental state (default :func:`incremental_gains`; ``None`` means plain greedy steps).
     """
-    return lazy_greedy_trace(utility, k, base, candidates, rtol=rtol, incremental=incremental).selected
+    return _greedy(utility, k, base, candidates, rtol, incremental, record=False).selected
 
 
 def lazy_greedy_trace(utility: SetFunction, k: int, base: np.ndarray | None = None,
                       candidates: np.ndarray | None = None, *, rtol: float = DEFAULT_RTOL,
                       incremental: StateFactory = incremental_gains) -> GreedyTrace:
     """:func:`lazy_greedy` with the pick order, the gains and the evaluation counts."""
+    return _greedy(utility, k, base, candidates, rtol, incremental, record=True)
+
+
+def _greedy(utility: SetFunction, k: int, base: np.ndarray | None, candidates: np.ndarray | None,
+            rtol: float, incremental: StateFactory, record: bool) -> GreedyTrace:
     n = utility.n
     chosen = np.zeros(n, dtype=bool)
     if base is not None:
@@ -150,81 +181,274 @@ def lazy_greedy_trace(utility: SetFunction, k: int, base: np.ndarray | None = No
     allowed = np.ones(n, dtype=bool) if candidates is None else np.asarray(candidates, dtype=bool).copy()
     allowed &= ~chosen
     trace = GreedyTrace(selected=np.flatnonzero(chosen))
-    size = int(chosen.sum())
+    size = int(np.count_nonzero(chosen))
     if size >= k or not allowed.any():
         return trace
-    state = incremental(utility, np.flatnonzero(chosen))
-    reference = getattr(state, "reference_gains", None)
-    bound = np.full(n, -np.inf)
-    fresh = np.zeros(n, dtype=bool)  # bound is the gain at the current S, not just an upper bound
-    if state is not None:
-        pool = np.flatnonzero(allowed)
-        bound[pool] = state.gains(pool)
-        fresh[pool] = True
-        trace.evaluations += pool.size
-    while size < k and allowed.any():
-        settled = None if state is None else _settle(bound, fresh, state, rtol, trace)
-        if isinstance(settled, int):
-            best = settled
-        elif settled is not None and reference is not None:
-            # a near-tie among fresh gains: the oracle's own bits for the contenders alone
-            best = int(settled[np.argmax(reference(settled))])
-            trace.ties += 1
-        else:  # a near-tie, or no incremental state: decide exactly as greedy_complete does
-            bound = np.where(allowed, utility.gains(np.flatnonzero(chosen)), -np.inf)
-            best = int(np.argmax(bound))
-            trace.oracle_calls += 1
-        trace.order.append(best)
-        trace.gains.append(float(bound[best]))
-        chosen[best] = True
-        allowed[best] = False
-        bound[best] = -np.inf
-        if state is not None:
-            state.add(best)
-        fresh[:] = False
-        size += 1
+    state = incremental(utility, trace.selected)
+    if state is None:
+        _plain_steps(utility, k - size, chosen, allowed, trace)
+    elif getattr(state, "order_key", None) is not None:
+        _key_order(state, k - size, chosen, allowed, trace, record)
+    else:
+        steps = k - size
+        prefix = _Prefix(utility, state, chosen, allowed, rtol, trace)
+        if size == 0 and steps > 1 and not prefix.dense:
+            # gains at ∅ (f of singletons) say little about the gains after the first pick,
+            # so the prefix is chosen on the gains at the first pick
+            prefix.run(1)
+            steps -= 1
+            prefix = _Prefix(utility, state, chosen, allowed, rtol, trace)
+        prefix.run(steps)
     trace.selected = np.flatnonzero(chosen)
     return trace
 
 
-def _settle(bound: np.ndarray, fresh: np.ndarray, state: IncrementalGains, rtol: float,
-            trace: GreedyTrace) -> int | np.ndarray:
-    """The worker whose fresh gain beats every other bound by a clear margin, or the near-tied contenders.
+def _plain_steps(utility: SetFunction, steps: int, chosen: np.ndarray, allowed: np.ndarray,
+                 trace: GreedyTrace) -> None:
+    """``greedy_complete``'s steps: one ``gains(S)`` per step."""
+    for _ in range(steps):
+        if not allowed.any():
+            return
+        gains = np.where(allowed, utility.gains(np.flatnonzero(chosen)), -np.inf)
+        best = int(np.argmax(gains))
+        trace.oracle_calls += 1
+        trace.order.append(best)
+        trace.gains.append(float(gains[best]))
+        chosen[best] = True
+        allowed[best] = False
 
-    Minoux's rule, batched: re-evaluate the largest stale bounds (``state.first_batch``,
-    default 1, then twice as many per vectorised call up to :data:`MAX_BATCH`, among those
-    still at or above the best fresh gain) until the leader is fresh and every bound within
-    the margin of it is fresh too. On a near-tie returns the sorted indices of the leader
-    and every worker within the margin (all fresh); every other worker's gain is then
-    certainly smaller.
+
+def _key_order(state: Any, steps: int, chosen: np.ndarray, allowed: np.ndarray, trace: GreedyTrace,
+               record: bool) -> None:
+    """Greedy when gains are ordered by a fixed key at every ``S``: the largest keys, ties to the lower index.
+
+    ``O(n)`` (a partition) instead of one step per pick; the gains are evaluated only for a trace.
     """
-    batch = getattr(state, "first_batch", 1)
-    best_fresh = -np.inf
-    while True:
-        top = int(np.argmax(bound))
-        if not fresh[top]:
-            stale = np.flatnonzero(~fresh & (bound >= best_fresh) & (bound > -np.inf))  # -inf: not allowed
-            if stale.size > batch:
-                stale = stale[np.argpartition(bound[stale], stale.size - batch)[stale.size - batch:]]
-            best_fresh = max(best_fresh, _refresh(bound, fresh, state, stale, trace))
-            batch = min(2 * batch, MAX_BATCH)
-            continue
-        lead = bound[top]
-        margin = rtol * max(abs(lead), state.error_scale)
-        close = np.flatnonzero(bound >= lead - margin)
-        if close.size == 1:
-            return top
-        stale = close[~fresh[close]]
-        if stale.size == 0:
-            return close
-        _refresh(bound, fresh, state, stale, trace)
+    pool = np.flatnonzero(allowed)
+    picks = top_by_key(state.order_key, pool, min(steps, pool.size))
+    for u in picks.tolist():
+        if record:
+            trace.gains.append(float(state.gains(np.array([u]))[0]))
+            trace.evaluations += 1
+            state.add(u)
+        trace.order.append(u)
+    chosen[picks] = True
+    allowed[picks] = False
 
 
-def _refresh(bound: np.ndarray, fresh: np.ndarray, state: IncrementalGains, workers: np.ndarray,
-             trace: GreedyTrace) -> float:
-    """Re-evaluate ``workers`` at the current set; returns the largest of their gains."""
-    values = state.gains(workers)
-    bound[workers] = values
-    fresh[workers] = True
-    trace.evaluations += workers.size
-    return float(values.max(initial=-np.inf))
+def top_by_key(key: np.ndarray, pool: np.ndarray, m: int) -> np.ndarray:
+    """The ``m`` workers of ``pool`` (sorted indices) with the largest ``key``, ties to the lower index,
+    in that order (largest first); ``O(|pool| + m log m)``."""
+    values = key[pool]
+    if m < pool.size:
+        cut = pool.size - m
+        kth = np.partition(values, cut)[cut]
+        sure = np.flatnonzero(values > kth)
+        tied = np.flatnonzero(values == kth)[: m - sure.size]  # pool is sorted: the lower indices
+        keep = np.concatenate((sure, tied))
+        pool, values = pool[keep], values[keep]
+    return pool[np.lexsort((pool, -values))]
+
+
+class _Prefix:
+    """Minoux's lazy greedy on the candidates with the largest initial gains, and a bound on all the others.
+
+    Candidates are grouped in *chains* when the state provides them (``chains(candidates)``:
+    the candidates arranged so that along each chain the gains never increase, at every
+    ``S``, ties in index order; e.g. the workers of equal queue in Lyapunov's score, by data
+    size): only a chain's head can win, and when it does the next member inherits its bound.
+    Without chains every candidate is a chain of its own.
+
+    Only a prefix of about ``2·steps`` chains (the largest gains at the base set) is kept in
+    the arrays a step scans; every other chain's head is bounded by the largest of their
+    initial gains (submodularity) or, tighter, by the state's ``group_bound``. A step is
+    decided inside the prefix only if the winner leads that outside bound by the margin too;
+    otherwise the next chunk of chains joins the prefix. A step costs ``O(prefix)``, not ``O(n)``.
+    """
+
+    def __init__(self, utility: SetFunction, state: IncrementalGains, chosen: np.ndarray,
+                 allowed: np.ndarray, rtol: float, trace: GreedyTrace) -> None:
+        self.utility, self.state, self.chosen, self.allowed = utility, state, chosen, allowed
+        self.rtol, self.trace = rtol, trace
+        self.reference = getattr(state, "reference_gains", None)
+        self.stepped = False
+        pool = np.flatnonzero(allowed)
+        chains = getattr(state, "chains", None)
+        if chains is None:
+            self.members, self.start = pool, np.arange(pool.size + 1)
+        else:
+            self.members, self.start = chains(pool)
+        self.cursor = self.start[:-1].copy()
+        self.rep = self.members[self.cursor]
+        gains = state.gains(self.rep)
+        trace.evaluations += self.rep.size
+        self.pid = np.empty(0, dtype=np.int64)  # the prefix: chain ids, their bounds, freshness
+        self.pbound = np.empty(0)
+        self.pfresh = np.empty(0, dtype=bool)
+        self.oid, self.obound = np.arange(self.rep.size), gains  # the outside
+        self._outside_max = float(gains.max(initial=-np.inf))
+        self._group: Callable[[], float] | None = None
+        self.chunk = 0
+        # a few chains of O(1) gains: evaluating every head each step is one short vectorised
+        # call, cheaper than choosing which bounds to refresh; costly gains stay lazy
+        self.dense = (bool(getattr(state, "cheap_gains", False)) and self.reference is not None
+                      and self.rep.size <= SMALL_PREFIX)
+
+    def run(self, steps: int) -> None:
+        if self.dense:
+            self._run_dense(steps)
+            return
+        self.chunk = max(2 * steps + 32, 256)
+        self._extend()
+        left = int(self.members.size)
+        for _ in range(min(steps, left)):
+            position, gain = self._step()
+            chain = int(self.pid[position])
+            worker = int(self.rep[chain])
+            self.trace.order.append(worker)
+            self.trace.gains.append(gain)
+            self.chosen[worker] = True
+            self.allowed[worker] = False
+            at = int(self.cursor[chain]) + 1
+            self.cursor[chain] = at
+            if at < self.start[chain + 1]:
+                self.rep[chain] = self.members[at]  # its gain is at most the bound
+            else:
+                self.rep[chain] = -1
+                self.pbound[position] = -np.inf
+            self.state.add(worker)
+            self.pfresh.fill(False)
+            self.stepped = True
+
+    def _run_dense(self, steps: int) -> None:
+        """Every step evaluates every chain's head; near-ties go to the oracle's bits (``reference_gains``)."""
+        live = np.arange(self.rep.size)
+        heads = self.rep.copy()  # heads[i] is the head of chain live[i]
+        for _ in range(min(steps, int(self.members.size))):
+            gains = self.state.gains(heads)
+            self.trace.evaluations += heads.size
+            top = int(gains.argmax())
+            lead = float(gains[top])
+            margin = self.rtol * max(abs(lead), self.state.error_scale)
+            close = (gains >= lead - margin).nonzero()[0]
+            if close.size > 1:
+                close = close[np.argsort(heads[close], kind="stable")]
+                top = int(close[int(np.argmax(self.reference(heads[close])))])
+                self.trace.ties += 1
+            chain = int(live[top])
+            worker = int(heads[top])
+            self.trace.order.append(worker)
+            self.trace.gains.append(float(gains[top]))
+            self.chosen[worker] = True
+            self.allowed[worker] = False
+            at = int(self.cursor[chain]) + 1
+            self.cursor[chain] = at
+            if at < self.start[chain + 1]:
+                heads[top] = self.rep[chain] = self.members[at]
+            else:
+                live, heads = np.delete(live, top), np.delete(heads, top)
+            self.state.add(worker)
+
+    # the outside ---------------------------------------------------------------------------
+    def _extend(self) -> None:
+        """Move the ``chunk`` outside chains with the largest bounds into the prefix."""
+        size = self.oid.size
+        take = min(self.chunk, size)
+        if take == 0:
+            return
+        if take < size:
+            order = np.argpartition(-self.obound, take - 1)
+            inside, rest = order[:take], order[take:]
+        else:
+            inside, rest = np.arange(size), np.empty(0, dtype=np.int64)
+        self.pid = np.concatenate((self.pid, self.oid[inside]))
+        self.pbound = np.concatenate((self.pbound, self.obound[inside]))
+        self.pfresh = np.concatenate((self.pfresh, np.full(take, not self.stepped)))
+        self.oid, self.obound = self.oid[rest], self.obound[rest]
+        self._outside_max = float(self.obound.max(initial=-np.inf))
+        group = getattr(self.state, "group_bound", None)
+        self._group = group(self.rep[self.oid]) if group is not None and self.oid.size else None
+        self.chunk *= 2
+
+    def _outside_reaches(self, level: float) -> bool:
+        """Whether some outside candidate's gain may be ``>= level`` now (a chain's head bounds it)."""
+        if self._outside_max < level:
+            return False
+        return self._group is None or self._group() >= level
+
+    # a step ----------------------------------------------------------------------------------
+    def _step(self) -> tuple[int, float]:
+        """The prefix position of the chain whose head wins this step, and its gain."""
+        batch = getattr(self.state, "first_batch", 1)
+        best_fresh = -np.inf
+        while True:
+            bound, fresh = self.pbound, self.pfresh
+            top = int(bound.argmax()) if bound.size else -1
+            lead = float(bound[top]) if top >= 0 else -np.inf
+            if lead == -np.inf:  # the prefix is used up
+                self._extend()
+                continue
+            if not fresh[top]:
+                stale = (~fresh & (bound >= best_fresh) & (bound > -np.inf)).nonzero()[0]
+                if stale.size > batch:
+                    stale = stale[np.argpartition(bound[stale], stale.size - batch)[stale.size - batch:]]
+                best_fresh = max(best_fresh, self._refresh(stale))
+                batch = min(2 * batch, MAX_BATCH)
+                continue
+            margin = self.rtol * max(abs(lead), self.state.error_scale)
+            if self._outside_reaches(lead - margin):
+                self._extend()
+                continue
+            close = (bound >= lead - margin).nonzero()[0]
+            if close.size == 1:
+                return top, lead
+            stale = close[~fresh[close]]
+            if stale.size:
+                self._refresh(stale)
+                continue
+            return self._tie(close)
+
+    def _refresh(self, positions: np.ndarray) -> float:
+        values = self.state.gains(self.rep[self.pid[positions]])
+        self.pbound[positions] = values
+        self.pfresh[positions] = True
+        self.trace.evaluations += positions.size
+        return float(values.max()) if values.size else -np.inf
+
+    def _tie(self, close: np.ndarray) -> tuple[int, float]:
+        """A near-tie among fresh gains: decided on the oracle's own numbers, lowest index on ties."""
+        heads = self.rep[self.pid[close]]
+        close = close[np.argsort(heads, kind="stable")]
+        if self.reference is not None:
+            values = self.reference(self.rep[self.pid[close]])
+            self.trace.ties += 1
+            best = int(np.argmax(values))
+            return int(close[best]), float(self.pbound[close[best]])
+        gains = np.where(self.allowed, self.utility.gains(np.flatnonzero(self.chosen)), -np.inf)
+        self.trace.oracle_calls += 1
+        winner = int(np.argmax(gains))
+        # every head's gain is now known exactly: the bounds become fresh values
+        heads = self.rep[self.pid]
+        self.pbound = np.where(heads >= 0, gains[np.maximum(heads, 0)], -np.inf)
+        self.pfresh = heads >= 0
+        self.obound = gains[self.rep[self.oid]]
+        self._outside_max = float(self.obound.max(initial=-np.inf))
+        position = np.flatnonzero(self.rep[self.pid] == winner)
+        if position.size == 0:
+            outside = np.flatnonzero(self.rep[self.oid] == winner)
+            if outside.size == 0:
+                # a chain member beat its head: only rounding can do that (the chain's
+                # promise holds in exact arithmetic), and the head's gain is as large
+                chain = int(np.searchsorted(self.start, np.flatnonzero(self.members == winner)[0], "right") - 1)
+                inside = np.flatnonzero(self.pid == chain)
+                if inside.size:
+                    return int(inside[0]), float(gains[self.rep[chain]])
+                outside = np.flatnonzero(self.oid == chain)
+            j = int(outside[0])
+            self.pid = np.append(self.pid, self.oid[j])
+            self.pbound = np.append(self.pbound, self.obound[j])
+            self.pfresh = np.append(self.pfresh, True)
+            self.oid, self.obound = np.delete(self.oid, j), np.delete(self.obound, j)
+            self._outside_max = float(self.obound.max(initial=-np.inf))
+            position = np.array([self.pid.size - 1])
+        return int(position[0]), float(self.pbound[position[0]])
