@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from fairsched.solvers import k_subset_masks, solve_distribution_lp
 
 

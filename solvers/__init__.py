@@ -17,6 +17,8 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "ColumnGenerationResult": "colgen",
+    "Columns": "columns",
+    "DEFAULT_GAP": "colgen",
     "PricingResult": "colgen",
     "column_generation": "colgen",
     "relative_gap": "colgen",
@@ -31,13 +33,15 @@ _EXPORTS: dict[str, str] = {
     "GroupedLPResult": "grouped",
     "solve_grouped_distribution_lp": "grouped",
     "DistributionLPResult": "lp",
+    "LPTimeLimitError": "lp",
+    "lagrangian_bound": "lp",
     "new_highs": "lp",
     "set_option": "lp",
     "solve_distribution_lp": "lp",
     "Result": "result",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazily loaded names)
 
 
 def __getattr__(name: str) -> Any:

@@ -2,35 +2,63 @@
 
 The master problem is the distribution LP of :mod:`fairsched.solvers.lp` over a growing pool of
 columns, kept in **one** HiGHS model: new columns are appended with ``addCols`` and the
-primal simplex restarts from the previous optimal basis (no rebuild per iteration).
-The pricing problem is left to a callback::
+primal simplex restarts from the previous optimal basis (no rebuild per iteration).  Columns
+are stored sparsely (:class:`~fairsched.solvers.columns.Columns`: a column is its ``k``
+indices), never as ``(m, n)`` masks.  The pricing problem is left to a callback::
 
     price(lam) -> PricingResult      # candidate columns for  max_S f(S) + lam(S)
 
-Bounds (Lübbecke & Desrosiers 2005, "Selected topics in column generation", §2.1;
-Desaulniers, Desrosiers & Solomon (eds.) 2005, *Column Generation*, ch. 1): for any
-``lam >= 0`` and any column family, LP duality gives the Lagrangian bound::
+**Bounds** (Lübbecke and Desrosiers, "Selected topics in column generation", 2005, §2.1;
+Desaulniers, Desrosiers and Solomon (eds.), *Column Generation*, 2005, ch. 1): for any
+``lam >= 0`` LP duality gives the Lagrangian bound::
 
-    U_opt <= max_S [f(S) + lam(S)] - lam . r
+    U_opt <= L(lam) = max_S [f(S) + lam(S)] - lam . r
 
 so ``PricingResult.upper_bound - lam . r`` is a certified upper bound whether or not the
-pricing found the maximiser; the master value (once no artificial slack is used) is a
-lower bound.  The loop stops when the relative gap ``(UB - LB) / max(|LB|, 1e-12)`` is at
-most ``gap``, when no column prices out, or at ``max_iterations`` / ``time_limit``.
+pricing found the maximiser.  The smallest one met is the result's ``upper_bound`` and its
+``lam`` the result's ``fairness_price``: the pair is a certificate anyone can check with an
+exact pricing.  The lower bound is the value of a feasible distribution: the starting one
+(``start_probabilities``) or a master optimum once no artificial slack is used.
 
-Elastic phase: each fairness row ``u`` has an artificial slack column ``s_u in [0, r_u]``
-with objective ``-M s_u`` (big-M), so an initial pool that cannot meet ``r`` is no
-obstacle.  If the pricing is exact and no column prices out while slack is still used,
-either ``M`` is below the optimal dual prices (then ``M`` is raised and the loop goes on)
-or the floors are infeasible: that is certified as soon as the Lagrangian bound drops
-below ``value_lower_bound`` (any feasible distribution is worth at least that), or assumed
-once ``M`` has reached ``max_big_m``.  Once the pool meets the floors the artificial columns
-are deleted (the pool only grows, so it keeps meeting them) and λ is the plain master's.
+**Stopping.**  The loop stops with ``status``
 
-Speed-ups, all optional: ``dual_guesses`` (λ from a relaxation, priced before the first
-master solve), a cheaper ``heuristic`` pricing tried before ``price`` (a pricing hierarchy),
-Wentges ``smoothing`` of the duals, and oracles that accept a ``target`` (stop at the first
-column that prices out).
+- ``"optimal"`` when the relative gap ``(UB − LB) / max(|LB|, 1e-12)`` is at most ``gap``
+  (the only status with ``success`` true);
+- ``"stalled"`` when no column prices out at the master's duals although the gap is above
+  ``gap`` (a heuristic pricing whose bound is not tight, or the floating-point floor: see
+  :data:`DEFAULT_GAP`);
+- ``"tailing-off"`` when the gap shrank by less than a factor ``tailing_off[1]`` over the last
+  ``tailing_off[0]`` iterations;
+- ``"time-limit"`` or ``"iteration-limit"``.
+
+In every case the best distribution found and the best certificate are returned.
+
+**Stabilisation** (default ``smoothing="auto"``): Wentges smoothing ("Weighted Dantzig–Wolfe
+decomposition for linear mixed-integer programming", 1997) with the self-adjusting parameter
+and the mis-pricing schedule of Pessoa, Sadykov, Uchoa and Vanderbeck, "Automation and
+combination of linear-programming based stabilization techniques in column generation"
+(INFORMS J. Computing, 2018).  Pricing happens at ``λ_sep = α·λ_in + (1 − α)·λ_out`` where
+``λ_in`` is the stability centre (the λ of the best Lagrangian bound) and ``λ_out`` the
+master's duals.  After each pricing at ``λ_sep`` with best column ``S*``, the subgradient
+``g = 1_{S*} − r`` of ``L`` tells whether ``λ_sep`` overshot along ``λ_out − λ_in``: if
+``g·(λ_out − λ_in) > 0`` then ``α ← α + 0.1·(1 − α)``, otherwise ``α ← α − 0.1``.  A
+*mis-pricing* (no column with positive reduced cost at ``λ_out``) is followed by pricing at
+``α_j = 1 − j·(1 − α)`` for the ``j``-th mis-pricing, down to ``α = 0`` (the master's own
+duals), so the loop can only stop on a proof at ``λ_out``.
+
+Elastic phase: without a feasible starting distribution, each fairness row ``u`` has an
+artificial slack column ``s_u in [0, r_u]`` with objective ``-M s_u`` (big-M).  If the pricing
+is exact and no column prices out while slack is still used, either ``M`` is below the
+optimal dual prices (then ``M`` is raised and the loop goes on) or the floors are infeasible:
+that is certified as soon as the Lagrangian bound drops below ``value_lower_bound``, or
+assumed once ``M`` has reached ``max_big_m``.  Once the pool meets the floors the artificial
+columns are deleted.
+
+A feasible starting distribution (``start_probabilities`` over the initial columns) enters
+the master as **one** aggregated column (its marginals and its value: a convex combination
+of real columns), so a starting pool of ``n + 1`` sets of size ``k`` costs ``n`` nonzeros, not
+``n·k``; its sets join the master individually only when they have at most
+``pool_nonzeros`` indices in all.
 """
 
 from __future__ import annotations
@@ -44,10 +72,39 @@ import highspy
 import numpy as np
 
 from . import lp as _lp
+from .columns import Columns
 from .errors import InfeasibleLPError, SolverError
 from .result import Result
 
 Progress = Callable[[int, float, float, float], None]
+
+#: Default relative gap of the stopping rule.  The certificate is exact arithmetic on
+#: floating-point inputs, so what limits it is the lower bound: HiGHS solves the master to
+#: primal and dual feasibility tolerances ``ε = MASTER_TOLERANCE`` (1e-9, on the master
+#: scaled so that ``max |f| = 1``).  A master solution may miss a floor by ``ε``, which can
+#: raise its value by ``ε·‖λ‖₁`` (LP sensitivity), and it is optimal only to ``ε`` in reduced
+#: cost; columns enter only above ``ε·max(1, |μ|)``.  The gap column generation can close is
+#: therefore about ``ε·(2 + ‖λ‖₁ + |μ|)/|U_opt|``, which is ``1e-9`` to ``1e-7`` on the
+#: instances fairsched ships (``‖λ‖₁`` up to about ``100·|U_opt|`` when fairness is costly).
+#: ``1e-6`` keeps a factor of 10 or more above that floor; smaller gaps may be requested and
+#: then end ``"stalled"`` or ``"tailing-off"`` when floating point cannot certify them.
+DEFAULT_GAP = 1e-6
+#: HiGHS primal and dual feasibility tolerance of the (scaled) master
+MASTER_TOLERANCE = 1e-9
+#: the start columns join the master one by one only up to this many nonzeros in all
+POOL_NONZEROS = 200_000
+#: ``(window, factor)``: tailing-off when the gap shrank by less than ``factor`` in ``window`` iterations
+TAILING_OFF = (40, 0.9)
+#: initial α of self-adjusting smoothing (Pessoa et al. 2018) and the largest it may reach
+SMOOTHING_START = 0.5
+SMOOTHING_MAX = 0.9999
+#: mis-pricings in one sequence before pricing at the master's own duals (Pessoa et al. 2018)
+MAX_MISPRICES = 10
+#: with a heuristic, the exact pricing still runs at least every this many iterations, so the
+#: certified bound (which only exact calls tighten) cannot freeze while columns keep coming
+EXACT_EVERY = 10
+#: the least time such a call for the bound is given
+MIN_BOUND_SECONDS = 0.5
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,8 +113,9 @@ class PricingResult(Result):
 
     ``columns`` (m, n) bool, best first (m may be 0); ``values`` (m,) their ``f(S)``;
     ``upper_bound`` a certified upper bound on ``max_S f(S) + lam(S)`` over the whole
-    column family; ``exact`` true when the first column attains that maximum (so an
-    empty or non-improving answer proves the master optimal).
+    column family (``inf`` when the oracle can certify none); ``exact`` true when the first
+    column attains that maximum (so an empty or non-improving answer proves the master
+    optimal).
 
     An oracle with the attribute ``accepts_target = True`` is called as
     ``price(lam, target=t)``: a column with ``f(S) + lam(S) >= t`` is all the master needs
@@ -75,27 +133,35 @@ class PricingResult(Result):
 class ColumnGenerationResult(Result):
     """The outcome of :func:`column_generation`.
 
-    ``value`` is ``Σ p_S f(S)`` of the best feasible master solution (a lower bound on
-    the LP optimum), ``upper_bound`` the best certified upper bound, ``gap`` the relative
-    gap ``(upper_bound − value) / max(|value|, 1e-12)`` and ``absolute_gap`` the difference.  ``members`` (m, n) and
-    ``values`` (m,) are the support columns and their ``f``, ``probabilities`` (m,) their
-    weights (summing to 1).  ``fairness_price`` λ and ``convexity_dual`` μ are the final
-    master's duals.  ``history`` holds ``(iteration, lower, upper, columns in pool)``;
-    ``lower`` is ``-inf`` while artificial slack is still used (iteration 0 records the
-    dual guesses).  ``status`` is ``"optimal"`` (gap reached), ``"converged"`` (no column
-    prices out; optimal when ``pricing_exact``), ``"iteration-limit"`` or ``"time-limit"``.
-    ``pricing_exact`` is true when every call of ``price`` attained its maximum (calls that
-    stopped at a requested target, and heuristic calls, do not count).  ``columns`` is the
-    pool size, ``big_m`` the final penalty of the elastic phase.
+    ``value`` is ``Σ p_S f(S)`` of the best feasible distribution found (a lower bound on the
+    LP optimum): its sets are ``support`` (:class:`Columns`; ``members`` gives them as (m, n)
+    masks), their ``f`` ``values`` and their weights ``probabilities`` (summing to 1).
+
+    The **certificate**: ``fairness_price`` λ is the dual vector whose Lagrangian bound is the
+    smallest met, ``pricing_bound`` the pricing's certified bound on ``max_S f(S) + λ(S)`` at
+    it, and ``upper_bound = max(pricing_bound − λ·r, value)`` (``inf`` when no pricing
+    certified a bound; ``fairness_price`` is then the master's).  ``master_fairness_price``
+    and ``convexity_dual`` μ are the duals of the master that gave ``value`` (``None`` and
+    ``nan`` when the starting distribution was never improved on).  ``gap`` is the relative
+    gap ``(upper_bound − value) / max(|value|, 1e-12)``, ``absolute_gap`` the difference.
+    ``history`` holds ``(iteration, lower, upper, columns in pool)``; ``lower`` is ``-inf``
+    while no feasible distribution is known (iteration 0 records the starting distribution
+    and the dual guesses).  ``status``: see the module docstring; ``success`` is true exactly
+    when it is ``"optimal"``.  ``pricing_exact`` is true when every call of ``price``
+    attained its maximum (calls that stopped at a requested target, and heuristic calls, do
+    not count).  ``columns`` is the number of distinct sets the master saw, ``big_m`` the
+    final penalty of the elastic phase.
     """
 
     value: float
     upper_bound: float
     gap: float
     probabilities: np.ndarray
-    members: np.ndarray
+    support: Columns
     values: np.ndarray
     fairness_price: np.ndarray
+    pricing_bound: float
+    master_fairness_price: np.ndarray | None
     convexity_dual: float
     iterations: int
     history: list[tuple[int, float, float, int]] = field(repr=False)
@@ -108,6 +174,11 @@ class ColumnGenerationResult(Result):
         """``upper_bound − value`` (at least 0)."""
         return max(0.0, self.upper_bound - self.value)
 
+    @property
+    def members(self) -> np.ndarray:
+        """The support as (m, n) boolean masks (``O(m·n)`` memory: for small ``n``)."""
+        return self.support.to_masks()
+
 
 def relative_gap(lower: float, upper: float) -> float:
     """``(upper − lower) / max(|lower|, 1e-12)``, clipped at 0; ``inf`` without a lower bound."""
@@ -116,39 +187,81 @@ def relative_gap(lower: float, upper: float) -> float:
     return max(0.0, upper - lower) / max(abs(lower), 1e-12)
 
 
+@dataclass
+class _Certificate:
+    """The best Lagrangian bound so far: ``bound = pricing_bound − λ·r``."""
+
+    bound: float = math.inf
+    lam: np.ndarray | None = None
+    pricing_bound: float = math.inf
+
+    def offer(self, lam: np.ndarray, pricing_bound: float, r: np.ndarray) -> bool:
+        bound = float(pricing_bound) - float(lam @ r)
+        if bound < self.bound:
+            self.bound, self.lam, self.pricing_bound = bound, lam.copy(), float(pricing_bound)
+            return True
+        return False
+
+
+@dataclass
+class _MasterSolution:
+    pool: np.ndarray  # probabilities of the pool columns
+    aggregate: float  # probability of the aggregated start column
+    slack: np.ndarray
+    lam: np.ndarray
+    mu: float
+
+
+class _MasterTimeLimit(Exception):
+    """HiGHS stopped the master at its time limit."""
+
+
 class _Master:
     """The restricted master LP as one HiGHS model that only ever grows.
 
-    Columns ``0..n-1`` are the artificial slacks (one per fairness row), the pool follows.
+    HiGHS columns: the ``n`` artificial slacks while elastic, then the aggregated start
+    column (if any), then the pool.  The objective is divided by ``scale`` (about ``max |f|``)
+    so that HiGHS's absolute tolerances are relative to the utility.
     """
 
-    def __init__(self, r: np.ndarray, big_m: float, tol: float):
+    def __init__(self, r: np.ndarray, scale: float, tol: float, big_m: float | None):
         self.n = r.size
         self.r = r
+        self.scale = scale
         self.h = _lp.new_highs()
         for name, value in (("primal_feasibility_tolerance", tol), ("dual_feasibility_tolerance", tol),
                             ("solver", "simplex"), ("simplex_strategy", 4), ("presolve", "off")):
             _lp.set_option(self.h, name, value)
         n = self.n
         inf = highspy.kHighsInf
+        self.elastic = big_m is not None
+        slacks = n if self.elastic else 0
         status = self.h.passModel(
-            n, n + 1, n, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
-            np.full(n, -big_m), np.zeros(n), r.copy(),
+            slacks, n + 1, slacks, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
+            np.full(slacks, -(big_m or 0.0)), np.zeros(slacks), r.copy()[:slacks],
             np.append(r, 1.0), np.append(np.full(n, inf), 1.0),
-            np.arange(n + 1, dtype=np.int32), np.arange(n, dtype=np.int32), np.ones(n),
-            np.zeros(n, dtype=np.int32),
+            np.arange(slacks + 1, dtype=np.int32), np.arange(slacks, dtype=np.int32), np.ones(slacks),
+            np.zeros(slacks, dtype=np.int32),
         )
         if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected the master LP")
-        self.elastic = True
-        self.offset = self.n  # pool column j is HiGHS column offset + j
+        self.offset = slacks  # pool column j is HiGHS column offset + j (after the aggregate)
+        self.has_aggregate = False
+        self.aggregate_value = 0.0
         self.values = np.empty(0)
-        self.packed: list[np.ndarray] = []
-        self.seen: set[bytes] = set()
+        self._parts: list[Columns] = []
+        self._cached: Columns | None = Columns.empty(n)
+        self._seen: dict[int, list[int]] = {}
 
     @property
     def size(self) -> int:
         return self.values.size
+
+    def pool(self) -> Columns:
+        if self._cached is None:
+            self._cached = Columns.concatenate(self._parts, self.n)
+            self._parts = [self._cached]
+        return self._cached
 
     def set_big_m(self, big_m: float) -> None:
         assert self.elastic
@@ -159,96 +272,172 @@ class _Master:
         so it keeps meeting them): λ is then no longer capped by, or stuck at, the penalty M."""
         self.h.deleteCols(self.n, np.arange(self.n, dtype=np.int32))
         self.elastic = False
-        self.offset = 0
+        self.offset -= self.n
 
-    def add(self, members: np.ndarray, values: np.ndarray) -> int:
+    def add_aggregate(self, marginals: np.ndarray, value: float) -> None:
+        """The starting distribution as one column: coefficient ``x_u`` in row ``u``, 1 in the
+        convexity row, objective its value."""
+        rows = np.append(np.flatnonzero(marginals > 0), self.n).astype(np.int32)
+        coefficients = np.append(marginals[rows[:-1]], 1.0)
+        self._add_highs(np.array([value / self.scale]), np.zeros(1, dtype=np.int32), rows, coefficients)
+        self.has_aggregate = True
+        self.aggregate_value = float(value)
+        self.offset += 1
+
+    def add(self, columns: Columns, values: np.ndarray) -> int:
         """Append the columns not already in the pool; return how many were added."""
-        packed = np.packbits(members, axis=1)
+        if not len(columns):
+            return 0
         fresh = []
-        for i, row in enumerate(packed):
-            key = row.tobytes()
-            if key not in self.seen:
-                self.seen.add(key)
-                fresh.append(i)
+        first = self.size
+        for j, key in enumerate(columns.hashes().tolist()):
+            known = self._seen.get(key, [])
+            if any(np.array_equal(self._column(i, columns, j, first, fresh), columns[j]) for i in known):
+                continue
+            self._seen.setdefault(key, []).append(first + len(fresh))
+            fresh.append(j)
         if not fresh:
             return 0
-        members, values, packed = members[fresh], values[fresh], packed[fresh]
-        m, n = members.shape
+        new = columns.take(np.array(fresh))
+        values = np.ascontiguousarray(np.asarray(values, dtype=float)[fresh])
         # Column S: a 1 in every row u in S and in the convexity row n (CSC, rows sorted).
-        augmented = np.empty((m, n + 1), dtype=bool)
-        augmented[:, :n] = members
-        augmented[:, n] = True
-        rows = (np.flatnonzero(augmented) % (n + 1)).astype(np.int32)
-        starts = np.zeros(m, dtype=np.int32)
-        np.cumsum(np.count_nonzero(augmented, axis=1)[:-1], out=starts[1:])
-        values = np.ascontiguousarray(values, dtype=float)
-        status = self.h.addCols(m, values, np.zeros(m), np.full(m, highspy.kHighsInf),
-                                rows.size, starts, rows, np.ones(rows.size))
+        sizes = new.sizes() + 1
+        starts = np.zeros(len(new), dtype=np.int32)
+        np.cumsum(sizes[:-1], out=starts[1:])
+        rows = np.full(int(sizes.sum()), self.n, dtype=np.int32)
+        members = np.ones(rows.size, dtype=bool)
+        members[starts + sizes - 1] = False
+        rows[members] = new.indices
+        self._add_highs(values / self.scale, starts, rows, np.ones(rows.size))
+        self.values = np.concatenate([self.values, values])
+        self._parts.append(new)
+        self._cached = None
+        return len(new)
+
+    def _column(self, i: int, columns: Columns, j: int, first: int, fresh: list[int]) -> np.ndarray:
+        """Pool column ``i``, which may be one of the ``fresh`` columns of this very batch."""
+        if i >= first:
+            return columns[fresh[i - first]]
+        return self.pool()[i]
+
+    def _add_highs(self, costs: np.ndarray, starts: np.ndarray, rows: np.ndarray, coefficients: np.ndarray) -> None:
+        m = costs.size
+        status = self.h.addCols(m, np.ascontiguousarray(costs, dtype=float), np.zeros(m),
+                                np.full(m, highspy.kHighsInf), rows.size, starts, rows,
+                                np.ascontiguousarray(coefficients, dtype=float))
         if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected new columns")
-        self.values = np.concatenate([self.values, values])
-        self.packed.extend(packed)
-        return m
 
-    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """Return (p over the pool, slack, λ, μ) of the master optimum."""
+    def solve(self, time_limit: float | None) -> _MasterSolution:
+        """The master optimum; ``_MasterTimeLimit`` when HiGHS stops at ``time_limit``."""
+        _lp.set_option(self.h, "time_limit", float(time_limit) if time_limit is not None else highspy.kHighsInf)
         run_status = self.h.run()
         model_status = self.h.getModelStatus()
+        if model_status == highspy.HighsModelStatus.kTimeLimit:
+            raise _MasterTimeLimit
         if model_status != highspy.HighsModelStatus.kOptimal or run_status == highspy.HighsStatus.kError:
             raise SolverError(f"HiGHS did not solve the master LP "
                               f"(status: {self.h.modelStatusToString(model_status)})")
         solution = self.h.getSolution()
         col = np.asarray(solution.col_value)
-        row_dual = np.asarray(solution.row_dual)
+        row_dual = np.asarray(solution.row_dual) * self.scale
         # Same sign convention as solvers.lp: >= rows carry -λ_u, the equality row +μ.
         lam = np.clip(-row_dual[: self.n], 0.0, None)
-        slack = np.clip(col[: self.offset], 0.0, None) if self.elastic else np.zeros(self.n)
-        return np.clip(col[self.offset:], 0.0, None), slack, lam, float(row_dual[self.n])
+        slacks = self.n if self.elastic else 0
+        slack = np.clip(col[:slacks], 0.0, None) if self.elastic else np.zeros(self.n)
+        aggregate = max(0.0, float(col[slacks])) if self.has_aggregate else 0.0
+        return _MasterSolution(np.clip(col[self.offset:], 0.0, None), aggregate, slack, lam,
+                               float(row_dual[self.n]))
 
-    def members(self, index: np.ndarray) -> np.ndarray:
-        if index.size == 0:
-            return np.zeros((0, self.n), dtype=bool)
-        return np.unpackbits(np.stack([self.packed[i] for i in index]), axis=1, count=self.n).astype(bool)
+    def value(self, solution: _MasterSolution) -> float:
+        total = float(solution.pool.sum()) + solution.aggregate
+        return (float(self.values @ solution.pool) + solution.aggregate * self.aggregate_value) / max(total, 1e-300)
+
+
+class _Smoothing:
+    """Wentges smoothing, self-adjusting (Pessoa et al. 2018) or with a fixed α."""
+
+    def __init__(self, smoothing: float | str):
+        if smoothing == "auto":
+            self.auto, self.alpha = True, SMOOTHING_START
+        else:
+            alpha = float(smoothing)
+            if not 0 <= alpha < 1:
+                raise ValueError(f"smoothing must be 'auto' or a number in [0, 1), got {smoothing!r}")
+            self.auto, self.alpha = False, alpha
+
+    def schedule(self, misprices: int) -> float:
+        """α for the ``misprices``-th mis-pricing of a sequence (0: the base α)."""
+        if misprices == 0:
+            return self.alpha
+        alpha = 1.0 - (misprices + 1) * (1.0 - self.alpha)
+        return 0.0 if misprices > MAX_MISPRICES or alpha <= 1e-3 else alpha
+
+    def adapt(self, center: np.ndarray, out: np.ndarray, best_column: np.ndarray | None, r: np.ndarray) -> None:
+        """Move α by the sign of ``g·(λ_out − λ_in)``, ``g = 1_{S*} − r`` the subgradient at ``λ_sep``."""
+        if not self.auto or best_column is None:
+            return
+        direction = out - center
+        if not np.any(direction):
+            return
+        slope = float(best_column.astype(float) @ direction - r @ direction)
+        if slope > 0:
+            self.alpha = min(SMOOTHING_MAX, self.alpha + 0.1 * (1.0 - self.alpha))
+        else:
+            self.alpha = max(0.0, self.alpha - 0.1)
 
 
 def column_generation(
     values: np.ndarray,
-    members: np.ndarray,
+    members: np.ndarray | Columns,
     r: np.ndarray,
     price: Callable[[np.ndarray], PricingResult],
     *,
-    gap: float = 1e-9,
+    gap: float = DEFAULT_GAP,
     max_iterations: int = 10_000,
     time_limit: float | None = None,
+    deadline: float | None = None,
     progress: Progress | None = None,
-    tol: float = 1e-9,
+    tol: float = MASTER_TOLERANCE,
     big_m: float | None = None,
     max_big_m: float | None = None,
     value_lower_bound: float | None = None,
     max_new_columns: int = 50,
     dual_guesses: Sequence[np.ndarray] = (),
-    smoothing: float = 0.0,
+    smoothing: float | str = "auto",
     heuristic: Callable[[np.ndarray], PricingResult] | None = None,
+    start_probabilities: np.ndarray | None = None,
+    pool_nonzeros: int = POOL_NONZEROS,
+    tailing_off: tuple[int, float] | None = TAILING_OFF,
 ) -> ColumnGenerationResult:
     """Solve ``max Σ p_S f(S) s.t. Σ_{S∋u} p_S >= r_u, Σ p_S = 1, p >= 0`` by column generation.
 
     Parameters
     ----------
     values, members
-        The initial pool: ``f`` (m,) and membership (m, n) of some columns (m may be 0:
-        then the pool starts with what ``price(0)`` returns).
+        The initial pool: ``f`` (m,) and membership, as (m, n) masks or :class:`Columns`
+        (m may be 0: then the pool starts with what ``price(0)`` returns).
     r
         Fairness floors (n,).
     price
         Pricing oracle, see :class:`PricingResult`; it is called with λ >= 0 (n,).
     gap
-        Stop when ``(UB − LB) / max(|LB|, 1e-12) <= gap``.
+        Stop (``"optimal"``) when ``(UB − LB) / max(|LB|, 1e-12) <= gap``; the default and
+        why it is what floating point can certify: :data:`DEFAULT_GAP`.
+    time_limit, deadline
+        Seconds from the call, and/or an absolute ``time.perf_counter()`` value; the earlier
+        counts.  Every master solve gets HiGHS's remaining time; pricing oracles should
+        honour their own ``deadline`` (the caller sets it).
+    progress
+        ``progress(iteration, lower, upper, relative_gap)`` after every iteration (and at
+        iteration 0 when a starting distribution or dual guesses give bounds).
     tol
-        HiGHS primal/dual feasibility tolerance; also the reduced cost a column needs
-        (relative to ``max(1, |μ|)``) to enter, and the slack treated as zero.
+        HiGHS primal/dual feasibility tolerance of the scaled master; also the reduced cost a
+        column needs (relative to ``max(1, |μ|)`` on that scale) to enter, and the slack
+        treated as zero.
     big_m, max_big_m
         Penalty of the artificial slack (default ``1e3·max(1, max |f|)``) and its ceiling
-        when it has to be raised (default ``1e6`` times the default); raised ×100 at a time.
+        when it has to be raised (default ``1e9·max(1, max |f|)``); raised ×100 at a time.
     value_lower_bound
         A number no feasible distribution falls below (``min f``; 0 for non-negative
         utilities).  With it, infeasibility is certified by the Lagrangian bound.
@@ -256,34 +445,39 @@ def column_generation(
         At most this many of the priced columns (best first) enter per iteration.
     dual_guesses
         λ vectors (>= 0) to price before the first master solve, e.g. the duals of a
-        relaxation: their Lagrangian bounds count towards the upper bound and their columns
-        join the pool (history iteration 0).  A good guess saves the many iterations the
-        master's extreme-point duals need to find a tight bound.
+        relaxation: their Lagrangian bounds count towards the upper bound, the best becomes
+        the first stability centre, and their columns join the pool (history iteration 0).
     smoothing
-        Wentges (1997) dual smoothing ``α`` in ``[0, 1)``: once the floors are met, price at
-        ``α·λ̄ + (1 − α)·λ`` (``λ̄`` the duals of the best upper bound so far) and fall back to
-        the master's λ when that finds no column with positive reduced cost ("mispricing").
+        ``"auto"`` (self-adjusting Wentges smoothing, Pessoa et al. 2018), a fixed α in
+        ``[0, 1)``, or 0 to price at the master's duals only.
     heuristic
         A cheaper pricing tried first in every iteration; ``price`` runs only when it finds
         no column with positive reduced cost, so the exact oracle is called mostly to prove
         optimality (a pricing hierarchy, Desaulniers et al. 2005, ch. 1).  Its
-        ``upper_bound`` must be certified too; its ``exact`` flag is not used.
+        ``upper_bound`` must be certified too (or ``inf``); its ``exact`` flag is not used.
+    start_probabilities
+        Weights (m,) of a distribution over the initial columns that meets ``r``: it is the
+        first lower bound (the loop may stop before any LP is solved) and enters the master
+        as one aggregated column, so no elastic phase is needed.
+    pool_nonzeros
+        The initial columns join the master one by one only when they hold at most this
+        many indices in all (they always do without ``start_probabilities``).
+    tailing_off
+        ``(window, factor)``: stop (``"tailing-off"``) when the gap is above ``factor`` times
+        the gap ``window`` iterations earlier; ``None`` never.
 
     Raises InfeasibleLPError (naming the workers whose floors stay unmet) when exact
-    pricing proves the floors infeasible, SolverError when no feasible master is found
+    pricing proves the floors infeasible, SolverError when no feasible distribution is found
     within the limits or HiGHS fails, ValueError on malformed input.
     """
     start = time.perf_counter()
-    values, members, r = _lp.check_lp_inputs(values, members, r)
+    r = np.ascontiguousarray(r, dtype=float)
     n = r.size
-    if not (np.isfinite(gap) and gap >= 0):
-        raise ValueError(f"gap must be a number >= 0, got {gap}")
-    if time_limit is not None and not time_limit > 0:
-        raise ValueError(f"time_limit must be positive seconds, got {time_limit}")
-    if max_iterations < 1 or max_new_columns < 1:
-        raise ValueError("max_iterations and max_new_columns must be >= 1")
-    if not 0 <= smoothing < 1:
-        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    values, columns = _check_pool(values, members, r)
+    _check_options(gap, time_limit, max_iterations, max_new_columns, tailing_off)
+    smoother = _Smoothing(smoothing)
+    ends = [t for t in (deadline, None if time_limit is None else start + time_limit) if t is not None]
+    stop_at = min(ends) if ends else math.inf
     over_one = np.flatnonzero(r > 1 + tol)
     if over_one.size:
         u = int(over_one[0])
@@ -291,152 +485,408 @@ def column_generation(
 
     if values.size == 0:
         first = price(np.zeros(n))
-        values, members, _ = _lp.check_lp_inputs(first.values, first.columns, r)
+        values, columns = _check_pool(first.values, first.columns, r)
         if values.size == 0:
             raise InfeasibleLPError("the LP is infeasible: the pricing returned no column at all")
-    scale = max(1.0, float(np.abs(values).max()))
-    penalty = float(big_m) if big_m is not None else 1e3 * scale
-    ceiling = float(max_big_m) if max_big_m is not None else max(penalty, 1e9 * scale)
-    master = _Master(r, penalty, tol)
-    master.add(members, values)
-    best_upper = math.inf
-    center: np.ndarray | None = None
+    scale = max(1e-300, float(np.abs(values).max()))
+    certificate = _Certificate()
     all_exact = True
+    history: list[tuple[int, float, float, int]] = []
+    state = _State(values, columns)
 
     def price_at(duals: np.ndarray, oracle: Callable[..., PricingResult] = price,
                  target: float | None = None) -> PricingResult:
-        nonlocal best_upper, center, all_exact
+        nonlocal all_exact
+        began = time.perf_counter()
         if target is not None and getattr(oracle, "accepts_target", False):
             priced = oracle(duals, target=target)
             reached = priced.values.size > 0 and float(
                 priced.values[0] + np.asarray(priced.columns[0], dtype=float) @ duals) >= target
         else:
             priced, reached = oracle(duals), False
-        if oracle is price and not reached:
-            all_exact &= bool(priced.exact)
-        bound = float(priced.upper_bound) - float(duals @ r)
-        if bound < best_upper:
-            best_upper, center = bound, duals
+        if oracle is price:
+            state.exact_seconds += time.perf_counter() - began
+            if not reached:
+                all_exact &= bool(priced.exact)
+        if math.isfinite(float(priced.upper_bound)):
+            certificate.offer(duals, float(priced.upper_bound), r)
         return priced
 
+    start_feasible = False
+    if start_probabilities is not None:
+        weights = _check_start(start_probabilities, values.size)
+        start_feasible = bool((columns.marginals(weights) >= r - tol).all())
+        if start_feasible:
+            state.offer_start(weights, float(weights @ values))
+
+    guess_columns = []
     for guess in dual_guesses:
         guess = np.clip(np.asarray(guess, dtype=float), 0.0, None)
         if guess.shape != (n,):
             raise ValueError(f"every dual guess must have shape ({n},), got {guess.shape}")
-        priced = price_at(guess)
-        cols = np.asarray(priced.columns, dtype=bool).reshape(-1, n)
-        master.add(cols[:max_new_columns], np.asarray(priced.values, dtype=float)[:max_new_columns])
+        guess_columns.append(_limited(price_at(guess), max_new_columns, n))
 
-    history: list[tuple[int, float, float, int]] = []
-    if dual_guesses:
-        history.append((0, -math.inf, best_upper, master.size))
-    best_lower = -math.inf
-    best: tuple[np.ndarray, np.ndarray] | None = None  # (pool indices, probabilities)
-    status = "iteration-limit"
-    iteration = 0
-    lam, mu = np.zeros(n), 0.0
-    while iteration < max_iterations:
-        iteration += 1
-        p, slack, lam, mu = master.solve()
-        feasible = float(slack.max(initial=0.0)) <= tol
-        if feasible and master.elastic:
-            master.close_elastic()
-            p, slack, lam, mu = master.solve()
-        if feasible:
-            lower = float(master.values @ p) / max(float(p.sum()), 1e-300)
-            if lower > best_lower or best is None:
-                keep = np.flatnonzero(p > 1e-12)
-                best_lower, best = lower, (keep, p[keep] / p[keep].sum())
-        smoothed = feasible and smoothing > 0 and center is not None
-        point = smoothing * center + (1 - smoothing) * lam if smoothed else lam
-        # A column is wanted only if f(S) + λ(S) exceeds μ: oracles that accept a target
-        # may stop at the first such column (only meaningful at the master's own λ).
-        target = None if smoothed else mu + 2 * tol * max(1.0, abs(mu))
-        entering = np.zeros(0, dtype=int)
-        if heuristic is not None:
-            result = price_at(point, heuristic)
-            cols, vals, entering = _entering(result, lam, mu, tol)
-        if entering.size == 0:
-            result = price_at(point, price, target)
-            cols, vals, entering = _entering(result, lam, mu, tol)
-        if smoothed and entering.size == 0:
-            result = price_at(lam, price, mu + 2 * tol * max(1.0, abs(mu)))  # mispricing
-            cols, vals, entering = _entering(result, lam, mu, tol)
-        history.append((iteration, best_lower, best_upper, master.size))
-        current_gap = relative_gap(best_lower, best_upper)
+    def record(iteration: int) -> float:
+        current = relative_gap(state.lower, certificate.bound)
+        history.append((iteration, state.lower, certificate.bound, state.pool_size))
         if progress is not None:
-            progress(iteration, best_lower, best_upper, current_gap)
+            progress(iteration, state.lower, certificate.bound, current)
+        return current
 
-        if feasible and current_gap <= gap:
+    status, iteration, master = "iteration-limit", 0, None
+    if dual_guesses or start_feasible:
+        current = record(0)
+        if current <= gap:
             status = "optimal"
-            break
-        if best_upper < (value_lower_bound if value_lower_bound is not None else -math.inf):
-            raise _infeasible(slack, r, "the Lagrangian bound is below every feasible value")
-        added = master.add(cols[entering[:max_new_columns]], vals[entering[:max_new_columns]]) if entering.size else 0
+        elif time.perf_counter() >= stop_at:
+            status = "time-limit"
+    if status == "iteration-limit":
+        penalty = float(big_m) if big_m is not None else 1e3 * max(1.0, scale)
+        ceiling = float(max_big_m) if max_big_m is not None else max(penalty, 1e9 * max(1.0, scale))
+        master = _Master(r, scale, tol, None if start_feasible else penalty / scale)
+        if start_feasible:
+            master.add_aggregate(columns.marginals(state.start_weights), state.start_value)
+        if not start_feasible or columns.nnz <= pool_nonzeros:
+            master.add(columns, values)
+            state.start_in_master = True
+        state.penalty = penalty
+        for cols, vals in guess_columns:
+            master.add(cols, vals)
+        state.master = master
+        status, iteration = _iterate(master, state, certificate, smoother, price_at, price, heuristic, r,
+                                     gap=gap, tol=tol, stop_at=stop_at, max_iterations=max_iterations,
+                                     max_new_columns=max_new_columns, penalty=penalty, ceiling=ceiling,
+                                     value_lower_bound=value_lower_bound, tailing_off=tailing_off,
+                                     record=record)
+    return _result(state, certificate, r, status, iteration, history, all_exact, master, start)
+
+
+@dataclass
+class _State:
+    """The best feasible distribution so far, and what the master has seen."""
+
+    start_values: np.ndarray
+    start_columns: Columns
+    lower: float = -math.inf
+    start_weights: np.ndarray | None = None
+    start_value: float = math.nan
+    best: _MasterSolution | None = None  # None: the best is the starting distribution
+    best_pool: int = 0  # pool size when ``best`` was solved
+    master: _Master | None = None
+    penalty: float = math.nan
+    slack: np.ndarray | None = None  # of the last master solution
+    exact_seconds: float = 0.0  # spent in the exact pricing
+    start_in_master: bool = False
+
+    @property
+    def pool_size(self) -> int:
+        """Distinct sets seen: the master's pool, plus the start sets it holds only aggregated."""
+        inside = self.master.size if self.master is not None else 0
+        return inside + (0 if self.start_in_master else len(self.start_columns))
+
+    def offer_start(self, weights: np.ndarray, value: float) -> None:
+        self.start_weights, self.start_value, self.lower = weights, value, value
+
+    def offer(self, solution: _MasterSolution, value: float, pool: int) -> None:
+        if value > self.lower or (self.best is None and self.start_weights is None):
+            self.lower, self.best, self.best_pool = value, solution, pool
+
+
+def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: _Smoothing,
+             price_at: Callable[..., PricingResult], price: Callable[..., PricingResult],
+             heuristic: Callable[..., PricingResult] | None, r: np.ndarray, *, gap: float, tol: float,
+             stop_at: float, max_iterations: int, max_new_columns: int, penalty: float, ceiling: float,
+             value_lower_bound: float | None, tailing_off: tuple[int, float] | None,
+             record: Callable[[int], float]) -> tuple[str, int]:
+    """The main loop: master, (smoothed) pricing, bounds, stopping; returns (status, iterations)."""
+    gaps: list[float] = []
+    iteration = last_exact = 0
+    began, overdue = time.perf_counter(), False
+    while iteration < max_iterations:
+        if time.perf_counter() >= stop_at:
+            return "time-limit", iteration
+        iteration += 1
+        try:
+            solution = master.solve(_remaining(stop_at))
+            feasible = float(solution.slack.max(initial=0.0)) <= tol
+            if feasible and master.elastic:
+                master.close_elastic()
+                solution = master.solve(_remaining(stop_at))
+        except _MasterTimeLimit:
+            return "time-limit", iteration - 1
+        state.slack = solution.slack
+        if feasible:
+            state.offer(solution, master.value(solution), master.size)
+        lam, mu = solution.lam, solution.mu
+        threshold = tol * max(1.0, abs(mu) / master.scale) * master.scale
+        cols, vals, entering, result, exact_ran = _price_smoothed(
+            price_at, price, heuristic, smoother, certificate, lam, mu, threshold, feasible, r, stop_at,
+            bound_budget=_exact_budget(overdue, iteration - last_exact, state.exact_seconds,
+                                       time.perf_counter() - began))
+        if exact_ran:
+            last_exact, overdue = iteration, False
+        current = record(iteration)
+        if feasible and current <= gap:
+            return "optimal", iteration
+        if value_lower_bound is not None and certificate.bound < value_lower_bound:
+            raise _infeasible(solution.slack, r, "the Lagrangian bound is below every feasible value")
+        chosen = entering[:max_new_columns]
+        added = master.add(Columns.from_masks(cols[chosen]), vals[chosen]) if chosen.size else 0
         if added == 0:
             if feasible:
-                timed_out = time_limit is not None and time.perf_counter() - start > time_limit
-                status = "time-limit" if timed_out else "converged"
-                break
-            if not result.exact:
+                return ("time-limit" if time.perf_counter() >= stop_at else "stalled"), iteration
+            if result is None or not result.exact:
                 raise SolverError(
                     "column generation found no column that meets the floors of workers "
-                    f"{_names(slack, r)} and its pricing is heuristic, so infeasibility is not proven")
+                    f"{_names(solution.slack, r)} and its pricing is heuristic, so infeasibility is not proven")
             if penalty >= ceiling:
-                raise _infeasible(slack, r, f"exact pricing finds no column that meets them even at "
+                raise _infeasible(solution.slack, r, f"exact pricing finds no column that meets them even at "
                                   f"a penalty of {penalty:g} per unit")
             penalty = min(ceiling, penalty * 100)
-            master.set_big_m(penalty)
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time-limit"
-            break
+            state.penalty = penalty
+            master.set_big_m(penalty / master.scale)
+        if feasible and math.isfinite(current):
+            gaps.append(current)
+            if tailing_off is not None and len(gaps) > tailing_off[0] and \
+                    gaps[-1] > tailing_off[1] * gaps[-1 - tailing_off[0]]:
+                if iteration - last_exact < tailing_off[0]:
+                    return "tailing-off", iteration
+                overdue = True  # only the heuristic's bound stagnates: ask the exact pricing first
+    return "iteration-limit", iteration
 
-    if best is None:
+
+def _exact_budget(overdue: bool, since: int, exact_seconds: float, elapsed: float) -> float | None:
+    """Seconds for an exact pricing call made only for its bound (the heuristic found columns),
+    or ``None`` for no such call.  It is made every :data:`EXACT_EVERY` iterations while exact
+    calls took at most a third of the time so far, or when the gap stagnates on the heuristic's
+    bound (``overdue``), and gets a quarter of the time elapsed (at least
+    :data:`MIN_BOUND_SECONDS`): a MILP pricing can cost a hundred heuristic iterations."""
+    if overdue or (since >= EXACT_EVERY and exact_seconds <= elapsed / 3):
+        return max(MIN_BOUND_SECONDS, 0.25 * elapsed)
+    return None
+
+
+def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[..., PricingResult],
+                    heuristic: Callable[..., PricingResult] | None, smoother: _Smoothing,
+                    certificate: _Certificate, lam: np.ndarray, mu: float, threshold: float,
+                    feasible: bool, r: np.ndarray, stop_at: float, bound_budget: float | None,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, PricingResult, bool]:
+    """Price along the mis-pricing schedule ``λ_sep(α_0), λ_sep(α_1), …, λ_out`` and return the
+    columns with reduced cost above ``threshold`` at the master's λ (``λ_out``), the last
+    result and whether ``price`` itself ran.
+
+    The heuristic walks the whole schedule first (it is cheap); ``price`` walks it only when
+    the heuristic found nothing even at ``λ_out``.  With a ``bound_budget`` (seconds), ``price``
+    runs once at the first point even when the heuristic found columns, so that the certified
+    bound (which only exact calls tighten) keeps improving; an oracle with a ``deadline``
+    attribute is held to the budget for that call.
+    """
+    n = r.size
+    center = certificate.lam if feasible else None
+    alphas = [0.0]
+    if center is not None:
+        schedule = [smoother.schedule(j) for j in range(MAX_MISPRICES + 2)]
+        alphas = sorted({a for a in schedule if a > 0}, reverse=True) + [0.0]
+    points = [alpha * center + (1.0 - alpha) * lam if alpha > 0 else lam for alpha in alphas]
+    adapted = False
+
+    def walk(oracle: Callable[..., PricingResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray, PricingResult]:
+        nonlocal adapted
+        for alpha, point in zip(alphas, points):
+            result = price_at(point, oracle, _target(mu, threshold, alpha, certificate))
+            cols, vals, entering = _entering(result, lam, mu, threshold, n)
+            if alpha > 0 and not adapted:
+                smoother.adapt(center, lam, cols[0] if cols.shape[0] else None, r)
+                adapted = True
+            if entering.size or time.perf_counter() >= stop_at:
+                break
+        return cols, vals, entering, result
+
+    if heuristic is not None:
+        cols, vals, entering, result = walk(heuristic)
+        if entering.size and bound_budget is not None:
+            bound_call = _within(price, min(stop_at, time.perf_counter() + bound_budget),
+                                 lambda: price_at(points[0], price))  # for the bound: no early stop
+            exact_cols, exact_vals, _ = _entering(bound_call, lam, mu, threshold, n)
+            cols, vals = np.concatenate([exact_cols, cols]), np.concatenate([exact_vals, vals])
+            return cols, vals, np.flatnonzero(vals + cols @ lam - mu > threshold), bound_call, True
+        if entering.size or time.perf_counter() >= stop_at:
+            return cols, vals, entering, result, False
+    cols, vals, entering, result = walk(price)
+    return cols, vals, entering, result, True
+
+
+def _within(oracle: object, deadline: float, call: Callable[[], PricingResult]) -> PricingResult:
+    """``call()`` with ``oracle.deadline`` (when the oracle has one) moved up to ``deadline``."""
+    if not hasattr(oracle, "deadline"):
+        return call()
+    saved = oracle.deadline
+    oracle.deadline = deadline if saved is None else min(saved, deadline)
+    try:
+        return call()
+    finally:
+        oracle.deadline = saved
+
+
+def _target(mu: float, threshold: float, alpha: float, certificate: _Certificate) -> float:
+    """The value at ``λ_sep`` whose attainment proves a column with reduced cost above
+    ``threshold`` at ``λ_out``: ``f(S) + λ_sep(S) <= α·B_in + (1 − α)·(f(S) + λ_out(S))`` with
+    ``B_in`` the certified pricing bound at ``λ_in``, so ``α·B_in + (1 − α)·(μ + 2·threshold)``."""
+    target = mu + 2 * threshold
+    return target if alpha <= 0 else alpha * certificate.pricing_bound + (1.0 - alpha) * target
+
+
+def _entering(result: PricingResult, lam: np.ndarray, mu: float, threshold: float,
+              n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(columns, values, indices of those with reduced cost f(S) + λ(S) − μ > threshold)."""
+    cols = np.asarray(result.columns, dtype=bool).reshape(-1, n)
+    vals = np.asarray(result.values, dtype=float).reshape(-1)
+    reduced = vals + cols @ lam - mu
+    return cols, vals, np.flatnonzero(reduced > threshold)
+
+
+def _limited(result: PricingResult, count: int, n: int) -> tuple[Columns, np.ndarray]:
+    cols = np.asarray(result.columns, dtype=bool).reshape(-1, n)[:count]
+    return Columns.from_masks(cols), np.asarray(result.values, dtype=float).reshape(-1)[:count]
+
+
+def _remaining(stop_at: float) -> float | None:
+    return None if not math.isfinite(stop_at) else max(1e-3, stop_at - time.perf_counter())
+
+
+def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
+            history: list[tuple[int, float, float, int]], all_exact: bool, master: _Master | None,
+            start: float) -> ColumnGenerationResult:
+    """Expand the best distribution into its sets and attach the certificate."""
+    if state.best is None and state.start_weights is None:
+        short = state.slack if state.slack is not None else r
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
-                          f"{_names(slack, r)}")
-    keep, probabilities = best
-    support = master.members(keep)
-    probabilities.setflags(write=False)
+                          f"{_names(short, r)}")
+    support, probabilities, values = _support(state, master)
+    lower = state.lower
+    if certificate.lam is not None:
+        lam, upper, pricing_bound = certificate.lam, max(certificate.bound, lower), certificate.pricing_bound
+    else:
+        lam = state.best.lam if state.best is not None else np.zeros(r.size)
+        upper, pricing_bound = math.inf, math.inf
     lam = lam.copy()
     lam.setflags(write=False)
+    master_lam = None
+    if state.best is not None:
+        master_lam = state.best.lam.copy()
+        master_lam.setflags(write=False)
+    probabilities.setflags(write=False)
+    current_gap = relative_gap(lower, upper)
     return ColumnGenerationResult(
-        value=best_lower,
-        upper_bound=max(best_upper, best_lower),
-        gap=relative_gap(best_lower, best_upper),
+        value=lower,
+        upper_bound=upper,
+        gap=current_gap,
         probabilities=probabilities,
-        members=support,
-        values=master.values[keep],
+        support=support,
+        values=values,
         fairness_price=lam,
-        convexity_dual=mu,
+        pricing_bound=pricing_bound,
+        master_fairness_price=master_lam,
+        convexity_dual=state.best.mu if state.best is not None else math.nan,
         iterations=iteration,
         history=history,
-        columns=master.size,
+        columns=state.pool_size,
         pricing_exact=all_exact,
-        big_m=penalty,
+        big_m=state.penalty,
         status=status,
-        success=status == "optimal" or (status == "converged" and all_exact),
-        message=_message(status, all_exact, best_lower, best_upper, iteration),
+        success=status == "optimal",
+        message=_message(status, all_exact, lower, upper, iteration),
         seconds=time.perf_counter() - start,
     )
+
+
+def _support(state: _State, master: _Master | None) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """The sets of the best distribution (the aggregated start column expanded), merged."""
+    parts, weights, values = [], [], []
+    if state.best is None:
+        parts.append(state.start_columns)
+        weights.append(state.start_weights)
+        values.append(state.start_values)
+    else:
+        best = state.best
+        if best.aggregate > 0:
+            parts.append(state.start_columns)
+            weights.append(best.aggregate * state.start_weights)
+            values.append(state.start_values)
+        used = np.flatnonzero(best.pool > 0)
+        parts.append(master.pool().take(used))
+        weights.append(best.pool[used])
+        values.append(master.values[used])
+    columns = Columns.concatenate(parts, state.start_columns.n)
+    weights_all = np.concatenate(weights)
+    values_all = np.concatenate(values)
+    keep = np.flatnonzero(weights_all > 1e-12 * max(1e-300, float(weights_all.max(initial=0.0))))
+    columns, weights_all, values_all = columns.take(keep), weights_all[keep], values_all[keep]
+    columns, weights_all, values_all = _merge_duplicates(columns, weights_all, values_all)
+    return columns, weights_all / weights_all.sum(), values_all
+
+
+def _merge_duplicates(columns: Columns, weights: np.ndarray,
+                      values: np.ndarray) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """One entry per distinct set, its weights summed (equal hashes confirmed by the indices)."""
+    hashes = columns.hashes()
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    if first.size == len(columns):
+        return columns, weights, values
+    inverse = inverse.reshape(-1)
+    confirmed = np.array([np.array_equal(columns[j], columns[first[inverse[j]]]) for j in range(len(columns))])
+    group = np.where(confirmed, first[inverse], np.arange(len(columns)))
+    keep, slot = np.unique(group, return_inverse=True)
+    return columns.take(keep), np.bincount(slot.reshape(-1), weights=weights), values[keep]
+
+
+def _check_pool(values: np.ndarray, members: np.ndarray | Columns, r: np.ndarray) -> tuple[np.ndarray, Columns]:
+    """Validate the initial pool; return (values float64, Columns)."""
+    if isinstance(members, Columns):
+        values = np.ascontiguousarray(values, dtype=float)
+        if values.ndim != 1 or values.size != len(members):
+            raise ValueError(f"values must be 1-D with one entry per column ({len(members)}), got {values.shape}")
+        if members.n != r.size:
+            raise ValueError(f"r must have shape ({members.n},) (one floor per worker), got {r.shape}")
+        if not np.isfinite(values).all():
+            raise ValueError("values must be finite")
+        if not np.isfinite(r).all() or (r < 0).any():
+            raise ValueError("fairness floors r must be finite and >= 0")
+        return values, members
+    values, masks, _ = _lp.check_lp_inputs(values, members, r)
+    return values, Columns.from_masks(masks)
+
+
+def _check_start(weights: np.ndarray, m: int) -> np.ndarray:
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != (m,) or not np.isfinite(weights).all() or (weights < 0).any() or not weights.sum() > 0:
+        raise ValueError(f"start_probabilities must be {m} non-negative finite weights with a positive sum")
+    return weights / weights.sum()
+
+
+def _check_options(gap: float, time_limit: float | None, max_iterations: int, max_new_columns: int,
+                   tailing_off: tuple[int, float] | None) -> None:
+    if not (np.isfinite(gap) and gap >= 0):
+        raise ValueError(f"gap must be a number >= 0, got {gap}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive seconds, got {time_limit}")
+    if max_iterations < 1 or max_new_columns < 1:
+        raise ValueError("max_iterations and max_new_columns must be >= 1")
+    if tailing_off is not None and not (int(tailing_off[0]) >= 1 and 0 < float(tailing_off[1]) <= 1):
+        raise ValueError(f"tailing_off must be (window >= 1, factor in (0, 1]), got {tailing_off}")
 
 
 def _message(status: str, exact: bool, lower: float, upper: float, iterations: int) -> str:
     gap = relative_gap(lower, upper)
     why = {"optimal": "the requested gap was reached",
-           "converged": "no column prices out" + ("" if exact else " (the pricing is heuristic)"),
+           "stalled": "no column prices out at the master's duals" + (
+               "" if exact else " (the pricing is heuristic)") + " but the gap is above the requested one",
+           "tailing-off": "the gap stopped shrinking (tailing-off)",
            "iteration-limit": "the iteration limit was reached",
            "time-limit": "the time limit was reached"}.get(status, status)
+    bound = f"certified upper bound {upper:.10g}" if math.isfinite(upper) else "no certified upper bound"
     return (f"column generation stopped after {iterations} iterations because {why}: "
-            f"value {lower:.10g}, certified upper bound {upper:.10g}, relative gap {gap:.2g}")
-
-
-def _entering(result: PricingResult, lam: np.ndarray, mu: float,
-              tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(columns, values, indices of those with reduced cost f(S) + λ(S) − μ > tol·max(1, |μ|))."""
-    cols = np.asarray(result.columns, dtype=bool).reshape(-1, lam.size)
-    vals = np.asarray(result.values, dtype=float).reshape(-1)
-    reduced = vals + cols @ lam - mu
-    return cols, vals, np.flatnonzero(reduced > tol * max(1.0, abs(mu)))
+            f"value {lower:.10g}, {bound}, relative gap {gap:.2g}")
 
 
 def _names(slack: np.ndarray, r: np.ndarray) -> str:

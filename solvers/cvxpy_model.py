@@ -31,10 +31,10 @@ class DistributionModel:
     ``cvxpy.Problem(model.problem.objective, model.constraints + extra)``.
     """
 
-    problem: "cvxpy.Problem"
-    p: "cvxpy.Variable"
-    fairness: "cvxpy.Constraint"
-    convexity: "cvxpy.Constraint"
+    problem: cvxpy.Problem
+    p: cvxpy.Variable
+    fairness: cvxpy.Constraint
+    convexity: cvxpy.Constraint
     constraints: list
 
 

@@ -13,9 +13,8 @@ distributions and the fairness duals ``λ_u >= 0``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp

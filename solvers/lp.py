@@ -28,6 +28,10 @@ from .result import Result
 Backend = Literal["highs", "cvxpy"]
 
 
+class LPTimeLimitError(SolverError):
+    """HiGHS reached the time limit before an optimum (no solution is returned)."""
+
+
 @dataclass(frozen=True, eq=False)
 class DistributionLPResult(Result):
     """Optimal solution of the distribution LP, primal and dual.
@@ -88,6 +92,23 @@ def solve_distribution_lp(
     values, members, r = check_lp_inputs(values, members, r)
     check_floors(members, r, tol=tol)
     return _solve_highs(values, members, r, tol=tol, time_limit=time_limit)
+
+
+def lagrangian_bound(values: np.ndarray, members: np.ndarray, r: np.ndarray,
+                     lam: np.ndarray) -> tuple[float, float]:
+    """``(max_S f(S) + λ(S),  max_S f(S) + λ(S) − λ·r)`` over the given columns.
+
+    For any ``λ >= 0`` the second number bounds the LP optimum over these columns from above
+    (weak duality with the best ``μ`` for ``λ``), whatever solver produced ``λ``: it is the
+    certificate that needs no trust in the solver's dual feasibility.  ``λ`` is clipped at 0.
+    """
+    lam = np.clip(np.asarray(lam, dtype=float), 0.0, None)
+    values = np.asarray(values, dtype=float)
+    best = -np.inf
+    rows = max(1, (1 << 24) // max(1, members.shape[1]))
+    for lo in range(0, values.size, rows):  # bounded temporaries for a million columns
+        best = max(best, float((values[lo: lo + rows] + members[lo: lo + rows] @ lam).max(initial=-np.inf)))
+    return best, best - float(lam @ np.asarray(r, dtype=float))
 
 
 def check_lp_inputs(
@@ -276,7 +297,7 @@ def _solve_highs(
             f"(HiGHS status: {status_text})"
         )
     if model_status == highspy.HighsModelStatus.kTimeLimit:
-        raise SolverError(f"HiGHS reached the time limit of {time_limit} s before optimality")
+        raise LPTimeLimitError(f"HiGHS reached the time limit of {time_limit} s before optimality")
     if model_status != highspy.HighsModelStatus.kOptimal or run_status == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS did not solve the LP (status: {status_text})")
 

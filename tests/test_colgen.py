@@ -3,33 +3,56 @@ optimum(method="column-generation") against enumeration and brute force."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
-
-import numpy as np
-import pytest
+from typing import ClassVar
 
 import fairsched.solvers.lp
+import numpy as np
+import pytest
+from conftest import INSTANCES, bundled_instances
+from fairsched.solvers import (
+    InfeasibleLPError,
+    PricingResult,
+    column_generation,
+    k_subset_masks,
+    solve_distribution_lp,
+)
+
 from fairsched.cli import main
 from fairsched.errors import InfeasibleError, TooLargeError
-from fairsched.instances.generators import PAPER_BETAS
 from fairsched.instances import load_instance
-from fairsched.lp.solve import ENUMERATION_THRESHOLD, optimum
-from fairsched.lp.pricing import (AccuracyPricing, CoveragePricing, EnumerationPricing,
-                               FacilityLocationPricing, GreedyPricing, ModularPricing,
-                               initial_pool, pricing_for, systematic_sets)
+from fairsched.instances.generators import PAPER_BETAS
+from fairsched.lp.pricing import (
+    AccuracyPricing,
+    CoveragePricing,
+    EnumerationPricing,
+    FacilityLocationPricing,
+    GreedyPricing,
+    ModularPricing,
+    initial_pool,
+    pricing_for,
+    systematic_sets,
+)
 from fairsched.lp.pricing import coverage as coverage_pricing
 from fairsched.lp.pricing import facility_location as facility_pricing
+from fairsched.lp.solve import ENUMERATION_THRESHOLD, optimum
 from fairsched.problem import Problem
-from fairsched.utilities import (AccuracyUtility, CallableUtility, ConcaveModular, Coverage,
-                                 FacilityLocation, Mixture, Modular)
-from fairsched.solvers import (InfeasibleLPError, PricingResult, column_generation, k_subset_masks,
-                     solve_distribution_lp)
+from fairsched.utilities import (
+    AccuracyUtility,
+    CallableUtility,
+    ConcaveModular,
+    Coverage,
+    FacilityLocation,
+    Mixture,
+    Modular,
+    PropensityWeightedAccuracy,
+)
 
-from conftest import INSTANCES, bundled_instances
-
-KINDS = ("accuracy", "coverage", "facility-location", "concave-modular", "modular", "mixture", "python")
+KINDS = ("accuracy", "coverage", "facility-location", "concave-modular", "modular", "mixture",
+         "mixture-accuracy", "propensity-accuracy", "python")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -53,6 +76,13 @@ def random_utility(kind: str, n: int, rng: np.random.Generator):
     if kind == "mixture":
         return Mixture([Coverage([[u % 5, (u * 3) % 7] for u in range(n)], np.ones(7)),
                         Modular(rng.uniform(0, 1, n))], [1.0, 0.5])
+    if kind == "mixture-accuracy":
+        return Mixture([AccuracyUtility(rng.integers(50, 1001, n).astype(float)),
+                        Coverage([[u % 4, (u * 5) % 9] for u in range(n)], rng.uniform(0.05, 0.2, 9).round(3)),
+                        Modular(rng.uniform(0, 0.05, n))], [1.0, 0.5, 1.0])
+    if kind == "propensity-accuracy":
+        return PropensityWeightedAccuracy(rng.uniform(0, 500, (n, 2)).round(), shares=[0.7, 0.3],
+                                          transfer=float(rng.uniform(0, 0.2)))
     weights = rng.uniform(0.5, 2.0, n)
     return CallableUtility(lambda S: float(np.sqrt(weights[list(S)].sum())), n)
 
@@ -100,8 +130,9 @@ def brute_force_max(utility, k: int, lam: np.ndarray) -> float:
 @pytest.mark.parametrize("path", bundled_instances(), ids=lambda p: p.stem)
 def test_bundled_instances_match_enumeration(path):
     problem = load_instance(path)
-    cg = optimum(problem, method="column-generation")
+    cg = optimum(problem, method="column-generation", gap=1e-9)
     assert cg.method.startswith("column-generation+exact-pricing(")
+    assert cg.status == "optimal" and cg.success
     assert cg.value == pytest.approx(optimum(problem, method="enumeration").value, abs=1e-7)
     assert cg.relative_gap <= 1e-9
     check_distribution(cg, problem)
@@ -110,7 +141,7 @@ def test_bundled_instances_match_enumeration(path):
 @pytest.mark.parametrize("beta", PAPER_BETAS)
 def test_paper_instance_every_beta(beta):
     problem = load_instance(INSTANCES / "paper.toml", beta=beta)
-    cg = optimum(problem, method="column-generation")
+    cg = optimum(problem, method="column-generation", gap=1e-9)
     assert cg.method == "column-generation+exact-pricing(accuracy-dp)"
     assert cg.value == pytest.approx(optimum(problem, method="enumeration").value, abs=1e-7)
     assert cg.upper_bound - cg.value <= 1e-9
@@ -121,7 +152,7 @@ def test_paper_instance_every_beta(beta):
 def test_random_instances_exact_pricing(kind, seed):
     problem = random_problem(kind, seed)
     reference = optimum(problem, method="enumeration").value
-    cg = optimum(problem, method="column-generation")
+    cg = optimum(problem, method="column-generation", gap=1e-9)
     # accuracy/coverage/facility location/modular have exact structured oracles; the other
     # kinds are priced by enumeration at this size, so every kind is exact here.
     assert "exact-pricing" in cg.method, cg.method
@@ -163,8 +194,8 @@ def test_time_limit_returns_certified_bounds():
     rng = np.random.default_rng(3)
     n, k = 300, 30
     problem = Problem(AccuracyUtility(rng.integers(50, 1001, n).astype(float)), k, random_floors(n, k, rng))
-    opt = optimum(problem, time_limit=1e-3)
-    assert opt.status == "time-limit"
+    opt = optimum(problem, time_limit=1e-3, gap=1e-12)
+    assert opt.status == "time-limit" and not opt.success
     assert opt.upper_bound >= opt.value
     check_distribution(opt, problem)
 
@@ -296,7 +327,7 @@ def test_dispatcher():
     assert isinstance(pricing_for(random_utility("accuracy", 12, rng), 4), AccuracyPricing)
     assert isinstance(pricing_for(random_utility("coverage", 12, rng), 4), CoveragePricing)
     assert isinstance(pricing_for(random_utility("concave-modular", 12, rng), 4), EnumerationPricing)
-    big = random_utility("concave-modular", 40, rng)
+    big = random_utility("python", 40, rng)  # no structured oracle, too many k-sets to enumerate
     assert isinstance(pricing_for(big, 20), GreedyPricing)
     assert isinstance(pricing_for(big, 20, "greedy"), GreedyPricing)
     with pytest.raises(ValueError, match="does not fit"):
@@ -313,9 +344,15 @@ def test_initial_pool_meets_the_floors(seed):
     utility = random_utility("accuracy", n, rng)
     r = random_floors(n, k, rng)
     pool = initial_pool(utility, k, r)
-    assert (pool.sum(axis=1) == k).all()
-    assert np.unique(pool, axis=0).shape[0] == pool.shape[0]
-    solve_distribution_lp(utility.values(pool), pool, r)  # feasible: does not raise
+    masks = pool.columns.to_masks()
+    assert (masks.sum(axis=1) == k).all()
+    assert np.unique(masks, axis=0).shape[0] == masks.shape[0]
+    assert np.allclose(pool.values, utility.values(masks), rtol=0, atol=1e-12)
+    # the weighted sample is a fair distribution on its own, worth pool.value()
+    assert pool.probabilities.sum() == pytest.approx(1.0) and (pool.probabilities >= 0).all()
+    assert (pool.probabilities @ masks >= r - 1e-12).all()
+    assert pool.value() == pytest.approx(float(pool.probabilities @ pool.values))
+    assert solve_distribution_lp(pool.values, masks, r).value >= pool.value() - 1e-12
     x = r.copy()
     for u in rng.permutation(n):  # spare mass k − Σr on random workers: Σx = k, x <= 1
         x[u] += min(1.0 - x[u], k - x.sum())
@@ -374,7 +411,7 @@ def test_infeasible_instance_is_reported_not_solved():
 class _CountingHighs:
     """Wraps the HiGHS object the master creates and counts model-building calls."""
 
-    created: list["_CountingHighs"] = []
+    created: ClassVar[list[_CountingHighs]] = []
 
     def __init__(self, inner):
         self.inner, self.calls = inner, {"passModel": 0, "addCols": 0, "run": 0}
@@ -417,7 +454,7 @@ def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
     reference = solve_distribution_lp(values, members, r).value
     exact = enumeration_oracle(values, members)
     cheap = enumeration_oracle(values[::3], members[::3])  # a heuristic that sees a third
-    cheap_bounded = lambda lam: PricingResult(cheap(lam).columns, cheap(lam).values,  # noqa: E731
+    cheap_bounded = lambda lam: PricingResult(cheap(lam).columns, cheap(lam).values,
                                               exact(lam).upper_bound, False)
     start = [int(np.argmax(values))]
     for options in ({"smoothing": 0.5}, {"heuristic": cheap_bounded},
@@ -484,12 +521,45 @@ def test_cli_infeasible_exit_3(capsys):
 def test_cli_progress_on_a_terminal_only(capsys, monkeypatch):
     path = str(INSTANCES / "paper.toml")
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert main(["optimum", path, "--method", "column-generation"]) == 0
+    assert main(["optimum", path, "--method", "column-generation", "--gap", "1e-12"]) == 0
     captured = capsys.readouterr()
-    assert "column generation: iteration 1" in captured.err and "gap" in captured.err
+    data = optimum(load_instance(path), method="column-generation", gap=1e-12)
+    # the solve is announced at once, refreshed with the bounds and closed with its duration
+    assert captured.err.startswith("\r\x1b[Kfairsched: solving U_opt for ")
+    assert "column generation iteration" in captured.err
+    assert "certified upper bound" in captured.err and "gap" in captured.err
+    assert captured.err.endswith(" s\n") and captured.err.count("\n") == 1
+    assert data.iterations >= 1
     assert "iterations" in captured.out
     assert main(["optimum", path, "--method", "column-generation", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_cli_text_says_u_opt_only_when_certified(capsys):
+    path = str(INSTANCES / "coverage.toml")
+    assert main(["optimum", path, "--method", "column-generation"]) == 0
+    assert capsys.readouterr().out.startswith("U_opt = ")
+    assert main(["optimum", path, "--method", "column-generation", "--gap", "0", "--time-limit", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("best value found ") and "U_opt" not in out.splitlines()[0]
+    assert "certified upper bound" in out and "stopped: time-limit" in out
+
+
+def test_cli_json_has_null_without_a_certified_bound(capsys, monkeypatch):
+    from fairsched.cli import app
+    real = app.optimum
+
+    def boundless(*args, **kwargs):
+        opt = real(*args, **kwargs)
+        return dataclasses.replace(opt, upper_bound=math.inf, status="stalled", success=False)
+
+    monkeypatch.setattr(app, "optimum", boundless)
+    assert main(["optimum", str(INSTANCES / "paper.toml"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["upper_bound"] is None and data["gap"] is None and data["absolute_gap"] is None
+    assert data["status"] == "stalled" and data["success"] is False
+    assert main(["optimum", str(INSTANCES / "paper.toml")]) == 0
+    assert "certified upper bound none" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args", [["--gap", "-1"], ["--time-limit", "0"], ["--method", "magic"]])
@@ -500,3 +570,24 @@ def test_cli_bad_options_exit_2(args, capsys):
         code = exc.code
     assert code == 2
     assert capsys.readouterr().err.startswith("fairsched: error:")
+
+
+def test_cli_text_lists_at_most_twenty_sets_and_prices(capsys, tmp_path):
+    import tomli_w
+
+    from fairsched.bench.families import FAMILIES
+
+    path = tmp_path / "accuracy.toml"
+    path.write_text(tomli_w.dumps(FAMILIES["accuracy"](100, 10, 0)))
+    assert main(["optimum", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    sets, priced = len(data["support"]), sum(v > 1e-12 for v in data["fairness_price"].values())
+    assert sets > 20 and priced > 20  # the text below must abbreviate both
+    assert main(["optimum", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"support ({sets:,} sets):"
+    assert sum(line.startswith("  p = ") for line in lines) == 20
+    assert lines[22] == f"  ... and {sets - 20:,} sets of smaller probability (all of them with --json)"
+    shown = lines[23].removeprefix("fairness price λ_u: ").split(", ... (")[0].split(", ")
+    assert len(shown) == 20 and all(len(entry.split()) == 2 for entry in shown)
+    assert f"({priced:,} workers priced, the 20 largest shown; all with --json)" in lines[23]

@@ -6,16 +6,15 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import INSTANCES, bundled_instances
 from scipy.optimize import linprog
 
-from fairsched.errors import InfeasibleError, TooLargeError
-from fairsched.instances.generators import PAPER_BETAS
+from fairsched.errors import TooLargeError
 from fairsched.instances import load_instance
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.lp.solve import optimum
 from fairsched.problem import Problem
 from fairsched.utilities import AccuracyUtility
-
-from conftest import INSTANCES, bundled_instances
 
 
 def brute_force_u_opt(problem: Problem) -> float:
@@ -85,5 +84,5 @@ def test_column_limit_refuses_with_a_clear_message():
 
 def test_optimum_decreases_as_floors_rise():
     values = [optimum(load_instance(INSTANCES / "paper.toml", beta=b)).value for b in PAPER_BETAS]
-    assert all(a >= b - 1e-12 for a, b in zip(values, values[1:]))
+    assert all(a >= b - 1e-12 for a, b in itertools.pairwise(values))
     assert values[0] > values[-1]

@@ -11,8 +11,6 @@ import sys
 import cvxpy as cp
 import numpy as np
 import pytest
-from scipy.optimize import linprog
-
 from fairsched.solvers import (
     DistributionLPResult,
     InfeasibleLPError,
@@ -24,7 +22,7 @@ from fairsched.solvers import (
     solve_distribution_lp,
     solve_with_cvxpy,
 )
-
+from scipy.optimize import linprog
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import tomli_w
 
-import fairsched.utilities.validation as validation
 from fairsched.errors import InstanceError
 from fairsched.utilities import (
     UTILITY_KINDS,
@@ -22,6 +21,7 @@ from fairsched.utilities import (
     SetFunction,
     check_submodular,
     utility_from_config,
+    validation,
 )
 
 N = 6
@@ -155,7 +155,7 @@ def test_check_submodular_accepts_plain_callable():
 
 
 def test_check_submodular_finds_supermodular():
-    f = lambda S: float(len(S)) ** 2  # noqa: E731
+    f = lambda S: float(len(S)) ** 2
     report = check_submodular(f, trials=100, seed=3, n=8)
     assert not report
     assert report.violation.startswith("not submodular")
@@ -243,7 +243,7 @@ def test_chunked_values_agree(monkeypatch):
 
 
 def test_sparse_coverage_agrees(monkeypatch):
-    dense, naive = make_coverage(np.random.default_rng(11))
+    dense, _ = make_coverage(np.random.default_rng(11))
     monkeypatch.setattr(Coverage, "DENSE_LIMIT", 0)
     sparse = Coverage(dense.covers, dense.weights)
     assert not isinstance(sparse.incidence, np.ndarray)

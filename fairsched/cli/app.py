@@ -10,18 +10,24 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from fairsched.cli.bench import add_bench_parser, run_bench
 from fairsched.cli.errors import EXIT_OK, Parser, blamed_on, guarded
 from fairsched.cli.output import Output
+from fairsched.cli.progress import Progress
 from fairsched.cli.run import add_run_parser, run_command
 from fairsched.cli.simulate import add_simulate_parser, simulate_command
 from fairsched.errors import FairschedError, InfeasibleError
 from fairsched.extras import require
 from fairsched.instances import load_instance
-from fairsched.lp import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS as OPTIMUM_METHODS, optimum
+from fairsched.lp import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, optimum
+from fairsched.lp import METHODS as OPTIMUM_METHODS
+from fairsched.lp.result import Optimum
+from fairsched.problem import Problem
+from fairsched.solvers.colgen import DEFAULT_GAP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,10 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"refuse to enumerate more k-sets than this (default {DEFAULT_MAX_COLUMNS:,})")
     opt.add_argument("--method", choices=OPTIMUM_METHODS, default="auto",
                      help=f"auto: enumerate up to {ENUMERATION_THRESHOLD:,} k-sets, column generation above")
-    opt.add_argument("--gap", type=float, default=1e-9,
-                     help="relative gap (upper - value) / value at which column generation stops (default 1e-9)")
+    opt.add_argument("--gap", type=float, default=DEFAULT_GAP,
+                     help=f"relative gap (upper - value) / value certified before the answer counts as "
+                          f"optimal (default {DEFAULT_GAP:g}, what floating point certifies with a margin)")
     opt.add_argument("--time-limit", type=float, default=None,
-                     help="seconds; column generation then reports its best value and certified bound")
+                     help="seconds for the whole solve; at the limit the best value and its certified "
+                          "bound are reported (status time-limit)")
     opt.add_argument("--quiet", action="store_true", help="no column-generation progress on stderr")
 
     add_run_parser(sub, common)
@@ -101,51 +109,52 @@ def _optimum(args: argparse.Namespace, output: Output) -> int:
     if args.backend == "cvxpy":
         require("cvxpy", "--backend cvxpy")
     problem = load_instance(args.instance, beta=args.beta)
-    show = not args.quiet and sys.stderr.isatty()
-    progress = _ColumnGenerationProgress() if show else None
-    try:
-        with blamed_on(args.instance):
-            opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
-                          time_limit=args.time_limit, progress=progress, backend=args.backend)
-    finally:
-        if progress is not None:
-            progress.close()
+    progress = Progress(enabled=not args.quiet)
+    with blamed_on(args.instance), progress.phase(f"solving U_opt for {args.instance} "
+                                                  f"(n = {problem.n:,}, k = {problem.k:,})"):
+        opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
+                      time_limit=args.time_limit, progress=progress.column_generation, backend=args.backend)
     data = {"instance": args.instance, **opt.as_dict(problem)}
-    iterations = "" if opt.iterations is None else (
-        f", {opt.iterations:,} iterations, relative gap {opt.relative_gap:.2g}"
-        + ("" if opt.status == "optimal" else f", stopped: {opt.status}"))
-    lines = [f"U_opt = {opt.value:.10g}  (upper bound {opt.upper_bound:.10g}, gap {opt.gap:.3g}, "
-             f"{opt.method}, {opt.columns:,} columns{iterations}, {opt.seconds:.3f} s)",
-             f"support ({len(opt.support)} sets):"]
-    lines += [f"  p = {p:.6f}  {{{', '.join(problem.ids[i] for i in S)}}}"
-              for S, p in zip(opt.support, opt.probabilities)]
-    priced = [(w, v) for w, v in zip(problem.ids, opt.fairness_price) if v > 1e-12]
-    lines.append("fairness price λ_u: " + (", ".join(f"{w} {v:.4g}" for w, v in priced) or "none (no floor binds)"))
-    output.emit(data, "\n".join(lines))
+    output.emit(data, _optimum_text(opt, problem))
     return EXIT_OK
 
 
-class _ColumnGenerationProgress:
-    """``progress`` callback of :func:`optimum`: one refreshed stderr line, at most 10 per second."""
+#: sets of the support, and fairness prices, that the text output of ``optimum`` lists
+SHOWN = 20
 
-    def __init__(self) -> None:
-        self.last = -math.inf
-        self.shown = False
 
-    def __call__(self, iteration: int, lower: float, upper: float, gap: float) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.1:
-            return
-        self.last = now
-        self.shown = True
-        sys.stderr.write(f"\rcolumn generation: iteration {iteration:,}  lower {lower:.10g}  "
-                         f"upper {upper:.10g}  gap {gap:.2g}   ")
-        sys.stderr.flush()
+def _optimum_text(opt: Optimum, problem: Problem) -> str:
+    """"U_opt = ..." only when the gap is certified below the stopping rule; otherwise the
+    best value found, its certified bound and why the solve stopped."""
+    details = f"{opt.method}, {opt.columns:,} columns"
+    if opt.iterations is not None:
+        details += f", {opt.iterations:,} iterations"
+    details += f", {opt.seconds:.3f} s"
+    bound = f"{opt.upper_bound:.10g}" if math.isfinite(opt.upper_bound) else "none"
+    if opt.status == "optimal":
+        head = f"U_opt = {opt.value:.10g}  (certified upper bound {bound}, gap {opt.gap:.2g}, {details})"
+    else:
+        head = (f"best value found {opt.value:.10g}  (certified upper bound {bound}, gap {_gap_text(opt.gap)}, "
+                f"stopped: {opt.status}; {details})")
+    lines = [head, f"support ({len(opt.support):,} sets):"]
+    lines += [f"  p = {p:.6f}  {{{', '.join(problem.ids[i] for i in S)}}}"
+              for S, p in zip(opt.support[:SHOWN], opt.probabilities[:SHOWN])]
+    if len(opt.support) > SHOWN:
+        lines.append(f"  ... and {len(opt.support) - SHOWN:,} sets of smaller probability (all of them with --json)")
+    prices = np.asarray(opt.fairness_price, dtype=float)
+    priced = np.flatnonzero(prices > 1e-12)
+    top = priced[np.argsort(-prices[priced], kind="stable")[:SHOWN]] if priced.size > SHOWN else priced
+    text = ", ".join(f"{problem.ids[u]} {prices[u]:.4g}" for u in top) or "none (no floor binds)"
+    if priced.size > SHOWN:
+        text += f", ... ({priced.size:,} workers priced, the {SHOWN} largest shown; all with --json)"
+    lines.append("fairness price λ_u: " + text)
+    return "\n".join(lines)
 
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+
+def _gap_text(gap: float) -> str:
+    if not math.isfinite(gap):
+        return "unknown (no certified bound)"
+    return f"{100 * gap:.2g}%" if gap >= 1e-3 else f"{gap:.2g}"
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {

@@ -6,7 +6,12 @@ probabilities); :mod:`fairsched.lp.pricing` holds the pricing oracles of column 
 
 from fairsched.lp.availability import availability_optimum, availability_patterns
 from fairsched.lp.result import Optimum
-from fairsched.lp.solve import DEFAULT_MAX_COLUMNS, ENUMERATION_THRESHOLD, METHODS, optimum
+from fairsched.lp.solve import (
+           DEFAULT_MAX_COLUMNS,
+           ENUMERATION_THRESHOLD,
+           METHODS,
+           optimum,
+)
 
 __all__ = ["DEFAULT_MAX_COLUMNS", "ENUMERATION_THRESHOLD", "METHODS", "Optimum", "availability_optimum",
            "availability_patterns", "optimum"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,16 +18,30 @@ class Optimum(Result):
     """The LP optimum: value, certified bound, the optimal distribution and the fairness prices.
 
     ``value`` is attained by the returned distribution (``support``, ``probabilities``);
-    ``upper_bound`` is certified (LP duality for enumeration, the Lagrangian bound for
-    column generation), so ``U_opt ∈ [value, upper_bound]``. ``gap`` is the **relative**
-    gap ``(upper_bound − value) / max(|value|, 1e-12)``, as everywhere in fairsched (the
-    ``gap`` argument of :func:`optimum` and ``--gap`` mean the same), and ``absolute_gap``
-    the difference ``upper_bound − value``. ``fairness_price`` is λ, the utility lost per
-    unit of ``r_u``. ``columns`` counts the k-sets the LP saw (all of them for enumeration,
-    the generated pool otherwise); ``iterations`` the column-generation iterations
-    (``None`` for enumeration). ``status`` is ``"optimal"`` or why column generation
-    stopped early (``"time-limit"``, ``"iteration-limit"``, ``"converged"`` with a
-    heuristic pricing); ``success`` is true exactly when it is ``"optimal"``.
+    ``upper_bound`` is certified, so ``U_opt ∈ [value, upper_bound]``: it is the Lagrangian
+    bound ``pricing_bound − λ·r`` at ``λ = fairness_price``, where ``pricing_bound`` is a
+    certified upper bound on ``max_{|S|=k} f(S) + λ(S)`` (the maximum over every column for
+    enumeration, the pricing oracle's bound for column generation), raised to ``value`` if
+    round-off put it below.  Anyone can check it with an exact maximisation at
+    ``fairness_price``.  ``upper_bound`` is ``inf`` (``null`` in JSON) when no pricing
+    certified a bound.  ``gap`` is the **relative** gap ``(upper_bound − value) /
+    max(|value|, 1e-12)``, as everywhere in fairsched (the ``gap`` argument of
+    :func:`optimum` and ``--gap`` mean the same), and ``absolute_gap`` the difference
+    ``upper_bound − value``.
+
+    ``fairness_price`` is λ, the utility lost per unit of ``r_u`` (at a certified gap of 0,
+    an optimal dual).  ``master_fairness_price`` holds the duals of the LP whose solution is
+    the returned distribution (``None`` when that distribution is column generation's
+    starting sample, never re-optimised): they satisfy complementary slackness with it, but
+    their own Lagrangian bound may be weaker.  ``columns`` counts the k-sets the LP saw (all
+    of them for enumeration, the generated pool otherwise); ``iterations`` the
+    column-generation iterations (``None`` for enumeration).
+
+    ``status`` is ``"optimal"`` exactly when the certified gap is at most the requested one
+    (then ``success`` is true), otherwise why the computation stopped: ``"time-limit"``,
+    ``"iteration-limit"``, ``"tailing-off"`` (the gap stopped shrinking) or ``"stalled"`` (no
+    column prices out, or the LP solver's tolerances, leave the gap above the requested one;
+    for instance with a heuristic pricing).
     """
 
     value: float
@@ -37,10 +52,12 @@ class Optimum(Result):
     fairness_price: np.ndarray
     columns: int
     iterations: int | None = None
+    pricing_bound: float | None = None
+    master_fairness_price: np.ndarray | None = None
 
     @property
     def gap(self) -> float:
-        """Relative gap ``(upper_bound − value) / max(|value|, 1e-12)`` (0 for an exact solve)."""
+        """Relative gap ``(upper_bound − value) / max(|value|, 1e-12)`` (``inf`` without a bound)."""
         return relative_gap(self.value, self.upper_bound)
 
     @property
@@ -56,26 +73,32 @@ class Optimum(Result):
     def as_dict(self, problem: Problem) -> dict[str, Any]:
         """The JSON object of ``fairsched optimum --json`` (without the ``instance`` key).
 
-        ``relative_gap`` repeats ``gap`` for readers of fairsched 0.1, where ``gap`` was absolute.
+        ``upper_bound``, ``gap`` and ``absolute_gap`` are certified, and ``None`` (JSON
+        ``null``) when no bound was certified; ``relative_gap`` repeats ``gap`` for readers of
+        fairsched 0.1, where ``gap`` was absolute.
         """
-        ids = problem.ids
+        ids = np.asarray(problem.ids, dtype=object)  # fancy indexing: n·k ids at scale
         return {
             "n": problem.n,
             "k": problem.k,
             "value": self.value,
-            "upper_bound": self.upper_bound,
-            "gap": self.gap,
-            "absolute_gap": self.absolute_gap,
-            "relative_gap": self.gap,
+            "upper_bound": _finite_or_none(self.upper_bound),
+            "gap": _finite_or_none(self.gap),
+            "absolute_gap": _finite_or_none(self.absolute_gap),
+            "relative_gap": _finite_or_none(self.gap),
             "iterations": self.iterations,
             "method": self.method,
             "status": self.status,
             "success": self.success,
             "message": self.message,
             "support": [
-                {"set": [ids[i] for i in S], "probability": float(p)}
+                {"set": ids[S].tolist(), "probability": float(p)}
                 for S, p in zip(self.support, self.probabilities)
             ],
-            "fairness_price": {w: float(v) for w, v in zip(ids, self.fairness_price)},
+            "fairness_price": dict(zip(problem.ids, np.asarray(self.fairness_price, dtype=float).tolist())),
             "seconds": self.seconds,
         }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None

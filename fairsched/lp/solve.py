@@ -16,21 +16,33 @@ feasible start (:func:`fairsched.lp.pricing.initial_pool`) with the pricing orac
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from fairsched.errors import FairschedError, InfeasibleError, SolverFailedError, TooLargeError
-from fairsched.lp.result import Optimum
-from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.availability import Availability
+from fairsched.errors import (
+    FairschedError,
+    InfeasibleError,
+    SolverFailedError,
+    TooLargeError,
+)
 from fairsched.lp.availability import availability_optimum
+from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.lp.result import Optimum
 from fairsched.problem import Problem
-from fairsched.solvers import (InfeasibleLPError, SolverError, TooManyColumnsError, count_k_subsets,
-                               k_subset_masks, solve_distribution_lp)
-from fairsched.solvers.colgen import column_generation
+from fairsched.solvers import (
+    InfeasibleLPError,
+    SolverError,
+    TooManyColumnsError,
+    count_k_subsets,
+    k_subset_masks,
+    solve_distribution_lp,
+)
+from fairsched.solvers.colgen import DEFAULT_GAP, column_generation, relative_gap
+from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 
 DEFAULT_MAX_COLUMNS = 1_000_000
 #: ``method="auto"`` enumerates up to this many k-sets and uses column generation above.
@@ -44,7 +56,7 @@ METHODS = ("auto", "enumeration", "column-generation")
 Progress = Callable[[int, float, float, float], None]
 
 
-def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
+def optimum(problem: Problem, *, method: str = "auto", gap: float = DEFAULT_GAP,
             max_columns: int = DEFAULT_MAX_COLUMNS, time_limit: float | None = None,
             progress: Progress | None = None, backend: str = "highs",
             pricing: str = "auto", availability: Availability | None = None) -> Optimum:
@@ -57,6 +69,27 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
     or else the problem's own availability probabilities) it is the LP of policies that see
     each round's available set (:func:`fairsched.lp.availability.availability_optimum`).
 
+    The answer is a certified bracket ``value <= U_opt <= upper_bound``: ``value`` is attained
+    by the returned distribution, and ``upper_bound`` is the Lagrangian bound
+    ``max_{|S|=k}[f(S) + λ(S)] − λ·r`` at ``λ = fairness_price``, with the maximum taken over
+    every enumerated column (enumeration) or certified by the pricing oracle (column
+    generation); see ``docs/mathematics.md`` §2–§3.  ``status == "optimal"`` (and
+    ``success``) exactly when the relative gap ``(upper_bound − value)/|value|`` is at most
+    ``gap``.
+
+    **The stopping rule** ``gap = 1e-6`` (relative) is the smallest round number floating
+    point certifies with a margin.  The bound side is exact arithmetic on float64 inputs
+    (round-off about ``1e-15`` relative; accuracy pricing is exact to ``1e-12``, MILP pricing
+    is asked for a MIP gap of ``gap/10``).  The value side rests on HiGHS, which solves the
+    master to primal and dual feasibility tolerances ``ε = 1e-9`` (on the master scaled to
+    ``max |f| = 1``): its distribution may miss a floor by ``ε``, worth up to ``ε·‖λ‖₁`` of
+    utility, and it is optimal, and columns enter, only up to ``ε·max(1, |μ|)`` in reduced
+    cost.  Column generation therefore cannot close gaps much below
+    ``ε·(2 + ‖λ‖₁ + |μ|)/|U_opt|``: ``1e-9`` to ``1e-7`` on fairsched's instances (``‖λ‖₁``
+    reaches about ``100·|U_opt|`` when fairness is costly).  ``1e-6`` is at least ten times
+    that floor.  Smaller gaps may be asked for; when floating point cannot certify them the
+    run ends ``"stalled"`` or ``"tailing-off"`` with its certified bracket.
+
     Parameters
     ----------
     method : {"auto", "enumeration", "column-generation"}
@@ -65,16 +98,20 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
         for the utility, see :func:`fairsched.lp.pricing.has_exact_pricing`) and
         ``C(n, k) <= max_columns``; it uses column generation otherwise.
     gap : float
-        Relative gap ``(upper_bound − value) / |value|`` at which column generation stops.
+        The stopping rule above: relative gap ``(upper_bound − value) / |value|`` at which the
+        answer counts as optimal (default ``1e-6``).
     max_columns : int
         Enumeration limit: ``method="enumeration"`` (or the cvxpy backend) refuses with
         ``TooLargeError`` above it; ``C(22, 11) = 705,432`` columns take about 40 s and 200 MB.
     time_limit : float, optional
-        Seconds; column generation then returns its best distribution and certified bound
-        (``status="time-limit"``), enumeration raises.
+        Seconds for the whole computation: building the starting pool, every LP solve
+        (HiGHS gets the remaining time) and pricing.  At the limit the best distribution
+        found and the best certified bound are returned with ``status="time-limit"`` and
+        ``success`` false.
     progress : callable, optional
         ``progress(iteration, lower, upper, relative_gap)`` after every column-generation
-        iteration (``lower`` is ``-inf`` until the floors are met).
+        iteration, and at iteration 0 with the starting distribution's value (``lower`` is
+        ``-inf`` until the floors are met).
     backend : {"highs", "cvxpy"}
         LP solver for enumeration; column generation always uses HiGHS.
     pricing : str
@@ -90,7 +127,7 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
     TooLargeError
         Enumeration (or the availability LP) would exceed ``max_columns``.
     SolverFailedError
-        The LP solver stopped without an answer (e.g. enumeration at ``time_limit``).
+        The LP solver failed (not at the time limit: that returns bounds).
 
     Examples
     --------
@@ -98,7 +135,7 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
     >>> opt = fs.optimum(fs.load_instance("paper"))
     >>> round(opt.value, 6), opt.status, opt.success
     (0.845512, 'optimal', True)
-    >>> opt.gap <= 1e-9 and len(opt.support) <= 11
+    >>> opt.gap <= 1e-6 and len(opt.support) <= 11
     True
     """
     if availability is None and problem.availability is not None:
@@ -109,6 +146,10 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
         raise FairschedError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if backend not in ("highs", "cvxpy"):
         raise FairschedError(f"unknown backend {backend!r}; expected 'highs' or 'cvxpy'")
+    if not (math.isfinite(gap) and gap >= 0):
+        raise FairschedError(f"gap must be a number >= 0, got {gap}")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise FairschedError(f"time_limit must be a finite number of seconds > 0, got {time_limit}")
     count = count_k_subsets(problem.n, problem.k)
     if method == "auto":
         small = count <= min(ENUMERATION_THRESHOLD, max_columns)
@@ -118,65 +159,121 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = 1e-9,
         enumerate_ = small or backend == "cvxpy" or (inexact and count <= max_columns)
         method = "enumeration" if enumerate_ else "column-generation"
     if method == "enumeration":
-        return _enumerate(problem, backend, max_columns, time_limit)
+        return _enumerate(problem, backend, max_columns, time_limit, gap)
     if backend != "highs":
         raise FairschedError("column generation uses HiGHS; the cvxpy backend needs method='enumeration'")
     return _column_generation(problem, gap=gap, time_limit=time_limit, progress=progress, pricing=pricing)
 
 
-def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: float | None) -> Optimum:
+def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: float | None,
+               gap: float) -> Optimum:
+    """All ``C(n, k)`` columns, one LP; the bound is recomputed over the columns, not read from
+    the solver's duals: ``max_S [f(S) + λ(S)] − λ·r`` at the solver's ``λ`` clipped at 0."""
     start = time.perf_counter()
     try:
         members = k_subset_masks(problem.n, problem.k, max_columns=max_columns)
     except TooManyColumnsError as exc:
         raise TooLargeError(str(exc)) from None
     values = problem.utility.values(members)
+    r = np.asarray(problem.r, dtype=float)
+    remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
+    if remaining is not None and remaining <= 0:  # building the columns used up the budget
+        try:
+            check_floors(members, r)  # on all k-sets: the floors' only obstructions
+        except InfeasibleLPError as exc:
+            raise InfeasibleError(f"infeasible: {exc}") from None
+        return _enumeration_at_time_limit(problem, values, members, r, start, gap)
     try:
-        result = solve_distribution_lp(values, members, np.asarray(problem.r, dtype=float),
-                                       backend=backend, time_limit=time_limit)
+        result = solve_distribution_lp(values, members, r, backend=backend, time_limit=remaining)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
+    except LPTimeLimitError:
+        return _enumeration_at_time_limit(problem, values, members, r, start, gap)
     except SolverError as exc:
-        hint = (" (raise the time limit, or use column generation, which returns certified bounds "
-                "at its time limit)" if time_limit is not None else "")
-        raise SolverFailedError(f"the enumeration LP was not solved: {exc}{hint}") from None
+        raise SolverFailedError(f"the enumeration LP was not solved: {exc}") from None
+    lam = np.clip(np.asarray(result.fairness_price, dtype=float), 0.0, None)
+    pricing_bound, upper = lagrangian_bound(values, members, r, lam)
+    value = float(result.value)
     keep = result.support()
     order = keep[np.argsort(-result.probabilities[keep], kind="stable")]
+    certified = relative_gap(value, max(upper, value))
+    status = "optimal" if certified <= gap else "stalled"
+    message = (f"enumeration of all {members.shape[0]:,} k-sets, solved by {result.backend}; "
+               f"the bound recomputed over every column certifies a relative gap of {certified:.2g}")
+    if status != "optimal":
+        message += f", above the requested {gap:g} (the solver's tolerances limit it)"
     return Optimum(
-        value=float(result.value),
-        upper_bound=float(max(result.value, result.dual_bound)),
+        value=value,
+        upper_bound=float(max(upper, value)),
         method=f"enumeration+{result.backend}",
         support=[np.flatnonzero(members[i]) for i in order],
         probabilities=result.probabilities[order],
-        fairness_price=np.asarray(result.fairness_price, dtype=float),
+        fairness_price=lam,
         columns=int(members.shape[0]),
-        status="optimal",
-        message=f"enumeration of all {members.shape[0]:,} k-sets, solved exactly by {result.backend}",
+        status=status,
+        success=status == "optimal",
+        message=message,
         seconds=time.perf_counter() - start,
+        pricing_bound=pricing_bound,
+        master_fairness_price=lam,
+    )
+
+
+def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np.ndarray, r: np.ndarray,
+                               start: float, gap: float) -> Optimum:
+    """The LP stopped at the time limit: the starting distribution of column generation as the
+    value, and the Lagrangian bound at ``λ = 0`` (``max_S f(S)``) over every column."""
+    pool = initial_pool(problem.utility, problem.k, r)
+    lam = np.zeros(problem.n)
+    pricing_bound, upper = lagrangian_bound(values, members, r, lam)
+    value = pool.value()
+    certified = relative_gap(value, max(upper, value))
+    used = np.flatnonzero(pool.probabilities > 0)
+    sets = pool.columns.take(used).to_sets()
+    order = np.argsort(-pool.probabilities[used], kind="stable")
+    return Optimum(
+        value=value,
+        upper_bound=max(upper, value),
+        method="enumeration+highs",
+        support=[sets[i] for i in order],
+        probabilities=pool.probabilities[used][order],
+        fairness_price=lam,
+        columns=int(members.shape[0]),
+        # the stopping rule decides "optimal", as everywhere; a stop short of it is "time-limit"
+        status="optimal" if certified <= gap else "time-limit",
+        success=certified <= gap,
+        message=(f"the enumeration of {members.shape[0]:,} k-sets reached the time limit before its LP "
+                 f"was solved: value {value:.10g} of a systematic sample meeting the floors, certified "
+                 f"upper bound {max(upper, value):.10g} (max f), relative gap {certified:.2g}"),
+        seconds=time.perf_counter() - start,
+        pricing_bound=pricing_bound,
     )
 
 
 def _column_generation(problem: Problem, *, gap: float, time_limit: float | None,
                        progress: Progress | None, pricing: str) -> Optimum:
     start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
     r = np.asarray(problem.r, dtype=float)
     try:
         oracle = pricing_for(problem.utility, problem.k, pricing)
     except ValueError as exc:
         raise FairschedError(str(exc)) from None
-    if time_limit is not None and hasattr(oracle, "deadline"):
-        oracle.deadline = start + time_limit
+    if deadline is not None and hasattr(oracle, "deadline"):
+        oracle.deadline = deadline
     if hasattr(oracle, "set_rel_gap"):
         # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
         # into the certified bound, so it is kept below the requested gap.
         oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
-    pool = initial_pool(problem.utility, problem.k, r)
-    remaining = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - start))
+    # the search for a better starting sample is optional: at most a quarter of the budget
+    pool = initial_pool(problem.utility, problem.k, r,
+                        deadline=None if time_limit is None else start + 0.25 * time_limit)
     guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
     try:
-        result = column_generation(problem.utility.values(pool), pool, r, oracle, gap=gap,
-                                   time_limit=remaining, progress=progress, dual_guesses=guesses,
-                                   heuristic=getattr(oracle, "heuristic", None))
+        result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
+                                   progress=progress, dual_guesses=guesses,
+                                   heuristic=getattr(oracle, "heuristic", None),
+                                   start_probabilities=pool.probabilities)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
     except SolverError as exc:
@@ -187,18 +284,21 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     else:
         label = f"{oracle.name}-pricing"
     order = np.argsort(-result.probabilities, kind="stable")
-    converged = result.status == "converged" and result.pricing_exact
+    sets = result.support.to_sets()
     return Optimum(
         value=float(result.value),
         upper_bound=float(result.upper_bound),
         method=f"column-generation+{label}",
-        support=[np.flatnonzero(result.members[i]) for i in order],
+        support=[sets[i] for i in order],
         probabilities=result.probabilities[order],
         fairness_price=np.asarray(result.fairness_price, dtype=float),
         columns=int(result.columns),
         iterations=int(result.iterations),
-        status="optimal" if converged else result.status,
-        success=result.status == "optimal" or converged,
+        status=result.status,
+        success=result.success,
         message=result.message,
         seconds=time.perf_counter() - start,
+        pricing_bound=float(result.pricing_bound),
+        master_fairness_price=(None if result.master_fairness_price is None
+                               else np.asarray(result.master_fairness_price, dtype=float)),
     )

@@ -14,7 +14,12 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction, as_index_set
-from fairsched.utilities.validation import as_masks, check_number, check_vector, read_table
+from fairsched.utilities.validation import (
+    as_masks,
+    check_number,
+    check_vector,
+    read_table,
+)
 
 
 class AccuracyUtility(SetFunction):
@@ -50,6 +55,18 @@ class AccuracyUtility(SetFunction):
         self.a = check_number(a, "a")
         self.b = check_number(b, "b", positive=True)
         self.c = check_number(c, "c", negative=True)
+
+    @property
+    def submodular(self) -> bool:
+        """Whether ``f`` is monotone submodular on all of ``2^N``: :meth:`submodularity_problem`
+        finds no failure of the jump from ``∅``."""
+        return self.submodularity_problem() is None
+
+    @property
+    def submodular_off_empty(self) -> bool:
+        """Always ``True``: on non-empty sets ``f`` is a concave increasing function of a
+        modular one with positive weights."""
+        return True
 
     def _curve(self, total: np.ndarray) -> np.ndarray:
         return (1.0 - self.a) - self.b * np.power(total, self.c)

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+#: boolean mask entries the default :meth:`SetFunction.gains` builds per :meth:`values` call
+GAINS_CHUNK_ELEMENTS = 4_000_000
 
 
 def as_index_set(S: Any, n: int) -> np.ndarray:
@@ -50,6 +52,30 @@ class SetFunction(ABC):
     kind: str = "abstract"
     n: int
 
+    @property
+    def submodular(self) -> bool | None:
+        """Whether ``f`` is *certified* monotone submodular with ``f(∅) = 0`` on all of ``2^N``.
+
+        ``True`` when the structure of the class proves it (coverage, facility location,
+        modular, concave of modular with non-negative weights; the accuracy curves when
+        :meth:`submodularity_problem` finds nothing), ``False`` when the utility knows it
+        fails, ``None`` when nothing is known (a user's function: the user's promise is
+        not a certificate).  Bounds that rest on submodularity, such as the greedy
+        bounds of Nemhauser, Wolsey & Fisher (1978), are used only when this is ``True``.
+        """
+        return None
+
+    @property
+    def submodular_off_empty(self) -> bool | None:
+        """Whether ``f`` is certified monotone submodular on the non-empty sets.
+
+        That is, ``f(A) <= f(B)`` and ``f(A + u) − f(A) >= f(B + u) − f(B)`` for all
+        ``∅ ≠ A ⊆ B``: enough for bounds that start from a non-empty set, such as the
+        greedy-chain bound at ``S_i ≠ ∅`` (``docs/mathematics.md`` §3).  Implied by
+        :attr:`submodular`; the accuracy utilities have it whatever the jump at ``∅``.
+        """
+        return True if self.submodular else None
+
     @abstractmethod
     def values(self, masks: np.ndarray) -> np.ndarray:
         """``f`` of every row of a boolean batch ``masks`` of shape ``(m, n)``; float64 ``(m,)``."""
@@ -63,15 +89,21 @@ class SetFunction(ABC):
         """Marginal gains ``f(S ∪ {u}) − f(S)`` for every worker ``u`` at once.
 
         Returns a float64 array of length ``n``; entries for ``u ∈ S`` are 0.
-        The default evaluates ``n + 1`` sets in one :meth:`values` call.
+        The default evaluates ``f(S)`` and the ``n − |S|`` sets ``S + u`` with
+        :meth:`values`, in blocks of at most :data:`GAINS_CHUNK_ELEMENTS` mask entries
+        (memory ``O(n)`` per block row, never an ``(n, n)`` mask).
         """
         S = as_index_set(S, self.n)
         base = index_set_to_mask(S, self.n)
-        masks = np.repeat(base[None, :], self.n + 1, axis=0)
-        masks[np.arange(self.n), np.arange(self.n)] = True
-        vals = self.values(masks)
-        out = vals[: self.n] - vals[self.n]
-        out[S] = 0.0
+        out = np.zeros(self.n, dtype=np.float64)
+        reference = float(self.values(base[None, :])[0])
+        outside = np.flatnonzero(~base)
+        step = max(1, GAINS_CHUNK_ELEMENTS // max(1, self.n))
+        for start in range(0, outside.size, step):
+            block = outside[start: start + step]
+            masks = np.repeat(base[None, :], block.size, axis=0)
+            masks[np.arange(block.size), block] = True
+            out[block] = self.values(masks) - reference
         return out
 
     @abstractmethod

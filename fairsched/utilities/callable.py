@@ -75,6 +75,12 @@ class CallableUtility(SetFunction):
         self.calls = 0
         self._cache: dict[bytes, float] = {}
 
+    @property
+    def submodular(self) -> None:
+        """``None``: a user's function is monotone submodular only by the user's promise,
+        which no bound is allowed to rest on."""
+        return None
+
     def _call(self, row: np.ndarray) -> float:
         S = tuple(int(u) for u in np.flatnonzero(row))
         self.calls += 1

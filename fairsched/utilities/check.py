@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairsched.utilities.base import SetFunction
 from fairsched.results import Result
+from fairsched.utilities.base import SetFunction
 
 
 @dataclass(frozen=True)

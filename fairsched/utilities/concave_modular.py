@@ -12,7 +12,12 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction, as_index_set
-from fairsched.utilities.validation import as_masks, check_matrix, read_table, row_chunks
+from fairsched.utilities.validation import (
+    as_masks,
+    check_matrix,
+    read_table,
+    row_chunks,
+)
 
 CONCAVE = {"sqrt": np.sqrt, "log1p": np.log1p}
 
@@ -43,6 +48,12 @@ class ConcaveModular(SetFunction):
         self.n = int(self.features.shape[1])
         self.concave = concave
         self._phi = CONCAVE[concave]
+
+    @property
+    def submodular(self) -> bool:
+        """Always ``True``: a concave non-decreasing ``φ`` with ``φ(0) = 0`` of a modular function with non-negative
+        weights is monotone submodular, and so is a sum of such terms."""
+        return True
 
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)

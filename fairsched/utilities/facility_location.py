@@ -12,7 +12,15 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction, as_index_set
-from fairsched.utilities.validation import as_masks, check_matrix, read_table, row_chunks
+from fairsched.utilities.validation import (
+    as_masks,
+    check_matrix,
+    read_table,
+    row_chunks,
+)
+
+#: above this many similarities ``values`` gathers each set's columns instead of broadcasting
+_BROADCAST_LIMIT = 1 << 20
 
 
 class FacilityLocation(SetFunction):
@@ -41,14 +49,26 @@ class FacilityLocation(SetFunction):
             raise InstanceError("must list at least one worker (column)", key="similarity")
         self.n = int(self.similarity.shape[1])
 
+    @property
+    def submodular(self) -> bool:
+        """Always ``True``: a non-negative sum over points of ``max_{u∈S} sim[i, u]``, each monotone submodular."""
+        return True
+
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)
         points = self.similarity.shape[0]
-        out = np.empty(masks.shape[0], dtype=np.float64)
-        # Since sim >= 0, zeroing the columns outside S leaves each row max unchanged.
-        for rows in row_chunks(masks.shape[0], points * self.n):
-            picked = masks[rows, None, :] * self.similarity[None, :, :]
-            out[rows] = picked.max(axis=2).sum(axis=1)
+        out = np.zeros(masks.shape[0], dtype=np.float64)
+        if points * self.n <= _BROADCAST_LIMIT:
+            # Small matrices: since sim >= 0, zeroing the columns outside S leaves each row
+            # max unchanged, and many sets are done in one vectorised block.
+            for rows in row_chunks(masks.shape[0], points * self.n, limit=_BROADCAST_LIMIT):
+                picked = masks[rows, None, :] * self.similarity[None, :, :]
+                out[rows] = picked.max(axis=2).sum(axis=1)
+            return out
+        for row, mask in enumerate(masks):  # memory points·|S|, not points·n per set
+            members = np.flatnonzero(mask)
+            if members.size:
+                out[row] = self.similarity[:, members].max(axis=1).sum()
         return out
 
     def gains(self, S: Any) -> np.ndarray:
@@ -61,7 +81,7 @@ class FacilityLocation(SetFunction):
         out[S] = 0.0
         return out
 
-    def incremental(self, base: Any = ()) -> "FacilityLocationGains":
+    def incremental(self, base: Any = ()) -> FacilityLocationGains:
         """Incremental gains from ``base`` on (:class:`FacilityLocationGains`), for lazy greedy.
 
         The first call stores a transposed copy of the similarity matrix (workers × points,

@@ -1,4 +1,9 @@
-"""Non-negative mixtures of utilities: ``f = Σ_i w_i · f_i``, again monotone submodular."""
+"""Non-negative mixtures of utilities: ``f = Σ_i w_i · f_i``.
+
+A non-negative combination of monotone submodular functions is monotone submodular, so a
+mixture is certified (:attr:`Mixture.submodular`) exactly when every component with a
+positive weight is; otherwise nothing is claimed.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +65,38 @@ class Mixture(SetFunction):
         for w, comp in zip(self.weights, self.components):
             out += w * comp.gains(S)
         return out
+
+    def _active(self) -> list[tuple[int, SetFunction]]:
+        return [(i, comp) for i, (w, comp) in enumerate(zip(self.weights, self.components)) if w > 0]
+
+    @property
+    def submodular(self) -> bool | None:
+        """``True`` when every component with a positive weight is certified monotone
+        submodular; ``None`` (unknown) otherwise: a non-submodular part may or may not be
+        compensated by the others."""
+        return True if all(comp.submodular is True for _, comp in self._active()) else None
+
+    @property
+    def submodular_off_empty(self) -> bool | None:
+        """``True`` when every component with a positive weight is certified monotone
+        submodular on the non-empty sets; ``None`` otherwise."""
+        return True if all(comp.submodular_off_empty is True for _, comp in self._active()) else None
+
+    def submodularity_problem(self) -> str | None:
+        """The components' own :meth:`submodularity_problem` findings, or ``None``.
+
+        A component that fails makes the mixture's monotone submodularity unproven (the
+        others may or may not make up for it), and every bound resting on it unsafe.
+        """
+        found = []
+        for i, comp in self._active():
+            check = getattr(comp, "submodularity_problem", None)
+            issue = check() if check is not None else None
+            if issue:
+                found.append(f"component {i} ({comp.kind}, weight {self.weights[i]:g}): {issue}")
+        if not found:
+            return None
+        return "the mixture may not be monotone submodular: " + "; ".join(found)
 
     def to_config(self) -> dict[str, Any]:
         return {"kind": self.kind,

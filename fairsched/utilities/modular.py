@@ -41,6 +41,11 @@ class Modular(SetFunction):
             raise InstanceError("must list at least one worker", key="weights")
         self.n = int(self.weights.size)
 
+    @property
+    def submodular(self) -> bool:
+        """Always ``True``: a modular function with non-negative weights."""
+        return True
+
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)
         return masks @ self.weights

@@ -39,7 +39,13 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction, as_index_set
-from fairsched.utilities.validation import as_masks, check_number, check_vector, read_table, row_chunks
+from fairsched.utilities.validation import (
+    as_masks,
+    check_number,
+    check_vector,
+    read_table,
+    row_chunks,
+)
 
 SHARE_TOLERANCE = 1e-9
 
@@ -133,6 +139,18 @@ class PropensityWeightedAccuracy(SetFunction):
                 key="sizes")
 
     @property
+    def submodular(self) -> bool:
+        """Whether ``f`` is monotone submodular on all of ``2^N``: :meth:`submodularity_problem`
+        finds no failure of the jump from ``∅``."""
+        return self.submodularity_problem() is None
+
+    @property
+    def submodular_off_empty(self) -> bool:
+        """Always ``True``: on non-empty sets ``f`` is a non-negative combination of concave
+        increasing functions of modular ones with positive weights."""
+        return True
+
+    @property
     def strata(self) -> int:
         """Number of strata ``J``."""
         return int(self.sizes.shape[1])
@@ -178,8 +196,17 @@ class PropensityWeightedAccuracy(SetFunction):
                     f"(worker {u}'s sizes {self.sizes[u].tolist()} are too small for these curves)")
         if self.n < 2:
             return None
+        # Sufficient in O(n·J): the gain of u on {v} is at most its gain on a virtual
+        # worker holding, per stratum, the least effective size of any other worker
+        # (each acc_j is concave); only if that fails are the pairs searched.
+        E = self.effective
+        order = np.argsort(E, axis=0, kind="stable")
+        least = E[order[0], np.arange(self.strata)]
+        second = E[order[1], np.arange(self.strata)]
+        other = np.where(np.arange(self.n)[:, None] == order[0][None, :], second[None, :], least[None, :])
+        if (singles >= self._score(E + other) - self._score(other) - tol).all():
+            return None
         for rows in row_chunks(self.n, self.n * self.strata, limit=5_000_000):
-            E = self.effective
             pair = self._score(E[rows, None, :] + E[None, :, :])  # (rows, n): f({u, v})
             jump = pair - singles[None, :]                           # gain of u on {v}
             idx = np.arange(self.n)[rows]

@@ -27,13 +27,21 @@
    least Lagrangian loss ``Σ |w_u − τ|``; it is exact by the identity
    ``g(L(S)) + λ(S) = ψ(L(S)) + ηs_0 + w(S)`` with ``ψ(s) = g(s) − ηs``.
 
+Why not the parametric sweep alone: the sets ``T_η`` (top ``k`` of ``ηL + λ`` over all
+``η >= 0``) are the upper-hull vertices of the points ``(L(S), λ(S))``, and ``g(x) + y`` is
+increasing in both but only quasi-concave, so its best point can lie strictly inside that
+hull (between two hull vertices whose sizes straddle the bend of ``g``).  The sweep therefore
+gives the bound ``min_η B(η)`` (the maximum over the hull) and candidates, and steps 2–3
+close the gap to the maximum over the actual ``k``-sets.
+
 All arithmetic is in float64 on the original objective, so "exact" means to round-off:
 the returned ``upper_bound`` equals the best value found up to :data:`EXACT_RTOL`.  (A
 HiGHS MILP with outer-approximation tangent cuts was tried first: its pruning tolerance,
 ``mip_feasibility_tolerance`` >= 1e-10 on an objective whose candidates differ by 1e-9,
-left bounds open.)  Only when the search exceeds :data:`NODE_LIMIT` nodes or
-:data:`TIME_BUDGET` seconds per call is ``exact`` false; ``upper_bound`` is then the
-largest bound of an open node, still certified.
+left bounds open.)  Only when the search exceeds :data:`NODE_LIMIT` nodes,
+:data:`TIME_BUDGET` CPU seconds per call (CPU time, so that a loaded machine does not change
+the answer) or the caller's wall-clock ``deadline`` is ``exact`` false; ``upper_bound`` is
+then the largest bound of an open node, still certified.
 
 :meth:`AccuracyPricing.relaxation_duals` gives the λ at which the Lagrangian bound equals
 Jensen's bound ``g(max{L·x : x >= r, Σx = k, x <= 1})`` on ``U_opt``; column generation
@@ -49,9 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairsched.lp.pricing.base import EXACT_RTOL, PricingOracle, ranked
-from fairsched.utilities.accuracy import AccuracyUtility
 from fairsched.solvers import k_subset_masks
 from fairsched.solvers.colgen import PricingResult
+from fairsched.utilities.accuracy import AccuracyUtility
 
 #: items × states a DP table may have before the node is branched on instead
 DP_WORK_LIMIT = 30_000_000
@@ -61,8 +69,11 @@ ENUMERATE_LIMIT = 5_000
 EXTRA_FROM_ENUMERATION = 10
 #: branch-and-bound nodes per pricing call before giving up exactness
 NODE_LIMIT = 20_000
-#: seconds of branch and bound per pricing call (checked between nodes)
+#: CPU seconds (``time.process_time``) of branch and bound per pricing call (checked between nodes)
 TIME_BUDGET = 2.0
+#: members × outsiders first evaluated exactly when looking for the best swaps, and the most
+SWAP_BLOCK = 64
+SWAP_BLOCK_MAX = 2048
 _GRID = 15  # slopes evaluated per bracketing round
 _ROUNDS = 12  # 16^12: the bracket reaches double precision in log η
 _TRAIL = 8  # best (η, B(η), T_η) kept for candidates and fixing
@@ -98,6 +109,8 @@ class AccuracyPricing(PricingOracle):
         self.dp_work_limit = dp_work_limit
         self.node_limit = node_limit
         self.time_budget = time_budget
+        #: a ``time.perf_counter()`` value: branch and bound stops there too (set by optimum)
+        self.deadline: float | None = None
         self.enumerate_limit = enumerate_limit
         self._masks: dict[tuple[int, int], np.ndarray] = {}
         self.stats = {"calls": 0, "enumerated": 0, "dp": 0, "nodes": 0, "inexact": 0, "free": 0}
@@ -248,39 +261,71 @@ class AccuracyPricing(PricingOracle):
         trail = [(float(etas_all[i]), float(values_all[i]), tops_all[i]) for i in best]
         return trail[0][1], trail
 
-    def _neighbours(self, mask: np.ndarray, lam: np.ndarray, count: int) -> list[np.ndarray]:
-        """The ``count`` best single swaps of ``mask`` (extra columns: near-optimal, distinct)."""
+    def _best_swaps(self, mask: np.ndarray, lam: np.ndarray, count: int,
+                    floor: float = -math.inf) -> list[tuple[float, int, int]]:
+        """The ``count`` best single swaps ``(δ, out, in)`` of ``mask`` with ``δ > floor``, where
+        ``δ = g(s − L_out + L_in) − g(s) + λ_in − λ_out`` and ``s = L(mask)``.
+
+        By concavity ``g(s + d) <= g(s) + g'(s)·d``, so ``δ <= w_in − w_out`` with
+        ``w = g'(s)·L + λ``: only pairs with a large ``w_in − w_out`` can be best.  The pairs
+        of the ``K`` members with the least ``w`` and the ``K`` outsiders with the largest are
+        evaluated exactly; ``K`` grows (up to :data:`SWAP_BLOCK_MAX`) until every pair left out
+        is bounded below the ``count``-th best.  ``O(K² + n log n)``, never ``O(k·n)``.
+        """
         inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
         if not inside.size or not outside.size:
             return []
         s = float(self.sizes @ mask)
-        score = (self.g(s - self.sizes[inside][:, None] + self.sizes[outside][None, :])
-                 - lam[inside][:, None] + lam[outside][None, :]).ravel()
-        count = min(count, score.size)
-        picks = np.argpartition(-score, count - 1)[:count]
+        w = float(self.dg(s)) * self.sizes + lam
+        members = inside[np.argsort(w[inside], kind="stable")]
+        others = outside[np.argsort(-w[outside], kind="stable")]
+        base = float(self.g(s))
+        block = max(SWAP_BLOCK, count)
+        while True:
+            a, b = members[:block], others[:block]
+            delta = (self.g(s - self.sizes[a][:, None] + self.sizes[b][None, :]) - base
+                     - lam[a][:, None] + lam[b][None, :])
+            flat = delta.ravel()
+            take = min(count, flat.size)
+            picks = np.argpartition(-flat, take - 1)[:take]
+            picks = picks[np.argsort(-flat[picks], kind="stable")]
+            worst = float(flat[picks[-1]]) if take == count else -math.inf
+            left_out = -math.inf
+            if block < members.size:
+                left_out = max(left_out, float(w[others[0]] - w[members[block]]))
+            if block < others.size:
+                left_out = max(left_out, float(w[others[block]] - w[members[0]]))
+            if left_out <= max(worst, floor) or block >= SWAP_BLOCK_MAX:
+                break
+            block *= 4
         out = []
-        for flat in picks:
-            i, j = divmod(int(flat), outside.size)
+        for flat_index in picks:
+            i, j = divmod(int(flat_index), b.size)
+            if flat[flat_index] > floor:
+                out.append((float(flat[flat_index]), int(a[i]), int(b[j])))
+        return out
+
+    def _neighbours(self, mask: np.ndarray, lam: np.ndarray, count: int) -> list[np.ndarray]:
+        """The ``count`` best single swaps of ``mask`` (extra columns: near-optimal, distinct)."""
+        out = []
+        for _, i, j in self._best_swaps(mask, lam, count):
             swap = mask.copy()
-            swap[inside[i]], swap[outside[j]] = False, True
+            swap[i], swap[j] = False, True
             out.append(swap)
         return out
 
     def _local_search(self, mask: np.ndarray, lam: np.ndarray, rounds: int = 50) -> np.ndarray:
-        """Best-improvement 1-swaps on the true objective."""
+        """Best-improvement 1-swaps on the true objective (until :attr:`deadline`)."""
         mask = mask.copy()
         for _ in range(rounds):
-            inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-            if not inside.size or not outside.size:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
                 break
-            s = float(self.sizes @ mask)
-            base = float(self.g(s))
-            delta = (self.g(s - self.sizes[inside][:, None] + self.sizes[outside][None, :]) - base
-                     - lam[inside][:, None] + lam[outside][None, :])
-            i, j = np.unravel_index(int(np.argmax(delta)), delta.shape)
-            if not delta[i, j] > EXACT_RTOL * max(1.0, abs(base)):
+            base = float(self.g(self.sizes @ mask))
+            swaps = self._best_swaps(mask, lam, 1, EXACT_RTOL * max(1.0, abs(base)))
+            if not swaps:
                 break
-            mask[inside[i]], mask[outside[j]] = False, True
+            _, i, j = swaps[0]
+            mask[i], mask[j] = False, True
         return mask
 
     def _search(self, lam: np.ndarray, best_mask: np.ndarray, pool: list[np.ndarray],
@@ -293,11 +338,15 @@ class AccuracyPricing(PricingOracle):
         """
         state = {"best": self._obj(best_mask, lam), "mask": best_mask}
         root = _Sub(np.arange(self.n), self.k, 0.0, 0.0)
-        stack: list[tuple[_Sub, np.ndarray, float]] = [(root, np.zeros(self.n, dtype=bool), math.inf)]
+        # the root's bound is the Lagrangian one already computed: a stop before the root is
+        # explored still certifies it
+        root_upper = root_bound[0] if root_bound is not None else math.inf
+        stack: list[tuple[_Sub, np.ndarray, float]] = [(root, np.zeros(self.n, dtype=bool), root_upper)]
         nodes, open_bound = 0, -math.inf
-        started = time.perf_counter()
+        started = time.process_time()
         while stack:
-            if nodes >= self.node_limit or time.perf_counter() - started > self.time_budget:
+            if nodes >= self.node_limit or time.process_time() - started > self.time_budget or (
+                    self.deadline is not None and time.perf_counter() > self.deadline):
                 open_bound = max(bound for _, _, bound in stack)
                 break
             sub, fixed_in, _ = stack.pop()

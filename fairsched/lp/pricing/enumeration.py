@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from fairsched.lp.pricing.base import PricingOracle
-from fairsched.utilities.base import SetFunction
 from fairsched.solvers import k_subset_masks
 from fairsched.solvers.colgen import PricingResult
+from fairsched.utilities.base import SetFunction
 
 
 class EnumerationPricing(PricingOracle):

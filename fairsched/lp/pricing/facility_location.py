@@ -1,20 +1,50 @@
-"""Exact pricing for facility location by a MILP (HiGHS)::
+"""Exact pricing for facility location by a Benders reformulation in HiGHS.
 
-    max Σ_i Σ_u sim_iu y_iu + Σ_u λ_u x_u   s.t.  y_iu <= x_u,  Σ_u y_iu <= 1,
-                                                  Σ_u x_u = k,  x binary,  y >= 0.
+``f(S) = Σ_i max_{u∈S} s_iu``.  One variable ``θ_i`` per point and, for thresholds ``τ``
+among the point's similarities, the Benders optimality cuts of its assignment subproblem
+(Benders 1962; for facility location, Magnanti & Wong 1981, and Cordeau, Furini & Ljubić
+2019, "Benders decomposition for very large scale partial set covering and maximal
+covering location problems")::
 
-Only pairs with ``sim_iu > 0`` get a ``y``.  ``y_iu <= x_u`` (rather than the aggregated
-``Σ_i y_iu <= |points|·x_u``) keeps the LP relaxation tight (Cornuéjols, Fisher &
-Nemhauser 1977).
+    max Σ_i θ_i + λ·x   s.t.  θ_i <= τ + Σ_u (s_iu − τ)^+ x_u   (point i, threshold τ),
+                              Σ_u x_u = k,  x binary.
+
+Each cut holds at every ``k``-set (``max_{u∈S} s_iu <= τ + Σ_{u∈S} (s_iu − τ)^+``) and is
+tight where ``τ`` is the point's best similarity in ``S``, so with all thresholds this is the
+radius ("sorted threshold") formulation of García, Labbé & Marín (2011), with the LP bound of
+the classical ``y_iu <= x_u`` model (Cornuéjols, Fisher & Nemhauser 1977), but only ``n + P``
+variables.  The cuts are generated: at the LP optimum (the most violated threshold of a
+point is where the cumulative ``x`` of its workers, by decreasing similarity, reaches 1) and
+at each MILP incumbent, by the cut loop of :class:`~fairsched.lp.pricing.milp.MilpPricing`;
+they hold for every λ and are kept across calls.  (The classical model at ``n = 200``, 100
+points, 20,000 ``y``: 12-36 s per call; this one: 4-10 s, see the benchmarks.)
+
+Reductions: every ``k``-set contains one of the ``n − k + 1`` workers most similar to a
+point, so ``s_i(n−k+1)`` (its ``(n − k + 1)``-th largest similarity) is a floor moved to a
+constant; points left identical are merged (weight = multiplicity), points with no positive
+similarity left are dropped and points with one are modular.
+
+Why cuts and not the full sorted-threshold model: with every threshold the model has up
+to ``n − k + 1`` rows per point (72,200 rows for ``n = 400``, ``k = 40``, 200 points, and
+``O(points·n²)`` nonzeros written on ``x``); the cuts reach the same LP bound
+with 570-950 rows.  The bound is what limits this kind, not the model size: on that
+instance at the relaxation duals the root LP bound is 213.84 against the optimum 211.95
+(0.9 %), and each of the three MILP solves of the cut loop explores 1,000-2,000 nodes
+(26 s CPU for the call; HiGHS options tried: reliability branching, no presolve, no
+heuristics, all slower).  The local search's swap values use a sparse product for the
+points each member serves (5x faster than the dense one, which spent its time in BLAS).
 """
 
 from __future__ import annotations
 
-import highspy
 import numpy as np
+import scipy.sparse as sp
 
-from fairsched.lp.pricing.milp import MilpPricing
+from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
 from fairsched.utilities.facility_location import FacilityLocation
+
+#: relative amount by which θ_i must exceed its point's value to be cut
+CUT_TOLERANCE = 1e-10
 
 
 def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
@@ -35,9 +65,76 @@ def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
     candidates = sim[:, outside]
     gain = np.maximum(candidates - cur[:, None], 0.0).sum(axis=0)
     drop = np.minimum(0.0, np.maximum(sec[:, None], candidates) - cur[:, None])
-    owns = np.zeros((inside.size, sim.shape[0]))
-    owns[owner, np.arange(sim.shape[0])] = 1.0
+    # Σ over the points each member serves best: a sparse product, O(points·n), no BLAS
+    # threads (a dense (|S|, points) @ (points, n) product was 90% of the local search)
+    points = sim.shape[0]
+    owns = sp.csr_array((np.ones(points), (owner, np.arange(points))), shape=(inside.size, points))
     return gain[None, :] + owns @ drop
+
+
+class FacilityTerm(Term):
+    """``Σ_i max_{u∈S} s_iu`` by Benders cuts (module docstring)."""
+
+    lazy = True
+
+    def __init__(self, similarity: np.ndarray, k: int):
+        self.similarity = np.asarray(similarity, dtype=float)
+        self.k = k
+
+    def build(self, model: MilpModel, weight: float) -> None:
+        sim = self.similarity
+        n = sim.shape[1]
+        floor = -np.partition(-sim, n - self.k, axis=1)[:, n - self.k]
+        model.offset += weight * float(floor.sum())
+        residual = np.maximum(sim - floor[:, None], 0.0)
+        alive = residual.max(axis=1) > 0
+        rows, multiplicity = np.unique(residual[alive], axis=0, return_counts=True)
+        positive = (rows > 0).sum(axis=1)
+        lone = positive == 1
+        if lone.any():
+            u = rows[lone].argmax(axis=1)
+            np.add.at(model.x_cost, u, weight * multiplicity[lone] * rows[lone].max(axis=1))
+        self.residual = np.ascontiguousarray(rows[~lone])
+        self.multiplicity = multiplicity[~lone].astype(float)
+        self.order = np.argsort(-self.residual, axis=1, kind="stable")
+        self.sorted = np.take_along_axis(self.residual, self.order, axis=1)
+        m = self.residual.shape[0]
+        self.columns = model.add_columns(weight * self.multiplicity, np.zeros(m),
+                                         self.sorted[:, 0] if m else np.zeros(0))
+        self._seen: set[tuple[int, float]] = set()
+
+    def start(self, x: np.ndarray) -> np.ndarray:
+        if self.residual.shape[0] == 0:
+            return np.zeros(0)
+        return self.residual[:, x].max(axis=1) if x.any() else np.zeros(self.residual.shape[0])
+
+    def separate(self, model: MilpModel, x: np.ndarray, own: np.ndarray) -> int:
+        m = self.residual.shape[0]
+        if m == 0:
+            return 0
+        ordered = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)[self.order]
+        reach = np.cumsum(ordered, axis=1) >= 1.0 - 1e-9
+        level = np.where(reach.any(axis=1), reach.argmax(axis=1), self.residual.shape[1] - 1)
+        tau = self.sorted[np.arange(m), level]
+        value = tau + (np.maximum(self.sorted - tau[:, None], 0.0) * ordered).sum(axis=1)
+        over = np.flatnonzero(own - value > CUT_TOLERANCE * np.maximum(1.0, value))
+        return self.add_cuts(model, over, tau[over])
+
+    def add_cuts(self, model: MilpModel, points: np.ndarray, tau: np.ndarray) -> int:
+        """Rows ``θ_i − Σ_u (s_iu − τ)^+ x_u <= τ`` for the given (point, τ) not yet added."""
+        fresh = [j for j, (i, t) in enumerate(zip(points, tau)) if (int(i), float(t)) not in self._seen]
+        if not fresh:
+            return 0
+        points, tau = points[fresh], tau[fresh]
+        self._seen.update((int(i), float(t)) for i, t in zip(points, tau))
+        excess = self.residual[points] - tau[:, None]
+        row, col = np.nonzero(excess > 0)
+        m = points.size
+        matrix = sp.csr_array((np.concatenate([np.ones(m), -excess[row, col]]),
+                               (np.concatenate([np.arange(m), row]),
+                                np.concatenate([self.columns[points], col]))),
+                              shape=(m, model.num_col))
+        return model.add_rows(tau, matrix)
 
 
 class FacilityLocationPricing(MilpPricing):
@@ -46,35 +143,5 @@ class FacilityLocationPricing(MilpPricing):
     name = "facility-location-milp"
     swap_deltas = staticmethod(swap_deltas)
 
-    def build(self) -> None:
-        super().build()
-        sim = self.utility.similarity  # (points, n)
-        self.point, self.worker = np.nonzero(sim > 0)
-        m = self.point.size
-        if m == 0:
-            return
-        first = self.n
-        self.h.addCols(m, sim[self.point, self.worker], np.zeros(m), np.ones(m), 0,
-                       np.zeros(m, np.int32), np.zeros(0, np.int32), np.zeros(0))
-        y = first + np.arange(m, dtype=np.int32)
-        # y_iu − x_u <= 0
-        starts = np.arange(0, 2 * m, 2, dtype=np.int32)
-        index = np.empty(2 * m, dtype=np.int32)
-        index[0::2], index[1::2] = y, self.worker
-        value = np.tile([1.0, -1.0], m)
-        self.h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), index.size, starts, index, value)
-        # Σ_u y_iu <= 1 for every point (y is grouped by point: np.nonzero is row-major)
-        points = np.unique(self.point)
-        counts = np.bincount(self.point)[points]
-        starts = np.zeros(points.size, dtype=np.int32)
-        np.cumsum(counts[:-1], out=starts[1:])
-        self.h.addRows(points.size, np.full(points.size, -highspy.kHighsInf), np.ones(points.size),
-                       m, starts, y, np.ones(m))
-
-    def start_values(self, x: np.ndarray) -> np.ndarray:
-        if self.point.size == 0:
-            return np.zeros(0)
-        sim = self.utility.similarity
-        picked = np.where(x[None, :], sim, -1.0)
-        best = np.argmax(picked, axis=1)
-        return (x[self.worker] & (best[self.point] == self.worker)).astype(float)
+    def make_terms(self, utility: FacilityLocation) -> list[tuple[float, Term]]:
+        return [(1.0, FacilityTerm(utility.similarity, self.k))]

@@ -1,17 +1,23 @@
-"""Heuristic pricing for any monotone submodular utility: greedy on ``f(S) + λ(S)``.
+"""Heuristic pricing for any utility: greedy on ``f(S) + λ(S)``, with a bound only where one is proven.
 
-With ``λ >= 0``, ``F = f + λ(·)`` is monotone submodular with ``F(∅) = 0``, so the greedy
-set ``G`` has ``F(G) >= (1 − 1/e)·max_{|S|<=k} F(S)`` (Nemhauser, Wolsey & Fisher 1978) and,
-``F`` being monotone, the maximum over ``|S| <= k`` is the maximum over ``|S| = k``.  Two
-certified upper bounds on that maximum, of which the smaller is reported:
+With ``λ >= 0`` and ``f`` monotone submodular, ``F = f + λ(·)`` is monotone submodular
+with ``F(∅) = 0``, so the greedy set ``G`` has ``F(G) >= (1 − 1/e)·max_{|S|<=k} F(S)``
+(Nemhauser, Wolsey & Fisher 1978) and, ``F`` being monotone, the maximum over ``|S| <= k``
+is the maximum over ``|S| = k``.  Two upper bounds on that maximum, of which the smaller
+is reported:
 
 - ``F(G) / (1 − 1/e)``;
 - for every set ``S_i`` of the greedy chain, ``F(S_i) + (sum of the k largest gains
-  F(S_i ∪ {u}) − F(S_i))`` (submodularity: ``F(S*) <= F(S_i ∪ S*) <= F(S_i) + Σ_{u∈S*}
-  gain_u``; Minoux 1978, Leskovec et al. 2007), usually far tighter.
+  F(S_i ∪ {u}) − F(S_i))`` (``F(S*) <= F(S_i ∪ S*) <= F(S_i) + Σ_{u∈S*} gain_u``: monotone
+  from ``S*`` up and submodular above ``S_i``; Minoux 1978, Leskovec et al. 2007), usually
+  far tighter.
 
-Both are valid only if ``f`` really is monotone submodular: for a ``python`` utility that
-is the user's promise (check it with ``fairsched.utilities.check_submodular``).
+They are certificates only when the assumption is: the oracle reads the utility's
+:attr:`~fairsched.utilities.base.SetFunction.submodular` (all bounds) and
+:attr:`~fairsched.utilities.base.SetFunction.submodular_off_empty` (the chain bounds at
+``S_i ≠ ∅`` only: ``S*`` is non-empty since ``k >= 1``, so monotonicity and diminishing
+returns are needed on non-empty sets only).  With neither, for instance a ``python``
+utility, whose submodularity is the user's promise, the reported bound is ``+inf``.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from collections.abc import Callable
 import numpy as np
 
 from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
-from fairsched.utilities.base import SetFunction
 from fairsched.solvers.colgen import PricingResult
+from fairsched.utilities.base import SetFunction
 
 #: single-swap neighbourhoods of the greedy set are evaluated up to this many sets
 SWAP_LIMIT = 5_000
@@ -53,6 +59,8 @@ class GreedyPricing(PricingOracle):
                  restarts: int = 3):
         super().__init__(utility.n, k, max_columns)
         self.utility = utility
+        #: which bounds are certificates for this utility: "all", "off-empty" or "none"
+        self.certified = certified_bounds(utility)
         self.swap_deltas = swap_deltas
         self.max_swaps = 2 * k if max_swaps is None else max_swaps
         self.restarts = restarts
@@ -101,8 +109,8 @@ class GreedyPricing(PricingOracle):
         return chosen, swaps
 
     def price(self, lam: np.ndarray) -> PricingResult:
-        chosen, _, bound = greedy_chain(self.utility, self.k, lam)
-        scale = max(1.0, bound)
+        chosen, value, bound = greedy_chain(self.utility, self.k, lam, self.certified)
+        scale = max(1.0, abs(value))
         starts = [chosen]
         if self._archive:
             # Multi-start: the sets returned before that score best under the new prices
@@ -137,8 +145,23 @@ class GreedyPricing(PricingOracle):
             del self._archive[:drop], self._archive_values[:drop]
 
 
-def greedy_chain(utility: SetFunction, k: int, lam: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """Greedy on ``F = f + λ(·)``: (set mask, ``F`` of it, certified upper bound on ``max F``)."""
+def certified_bounds(utility: SetFunction) -> str:
+    """Which greedy bounds hold for ``utility``: ``"all"`` (certified monotone submodular),
+    ``"off-empty"`` (only on non-empty sets: chain bounds from ``S_1`` on) or ``"none"``."""
+    if getattr(utility, "submodular", None) is True:
+        return "all"
+    if getattr(utility, "submodular_off_empty", None) is True:
+        return "off-empty"
+    return "none"
+
+
+def greedy_chain(utility: SetFunction, k: int, lam: np.ndarray,
+                 certified: str = "all") -> tuple[np.ndarray, float, float]:
+    """Greedy on ``F = f + λ(·)``: (set mask, ``F`` of it, upper bound on ``max_{|S|=k} F``).
+
+    ``certified`` says which bounds the utility's structure proves (:func:`certified_bounds`);
+    the bound is ``+inf`` when none does.
+    """
     n = utility.n
     chosen = np.zeros(n, dtype=bool)
     value = 0.0  # F(∅) = f(∅) = 0
@@ -146,13 +169,15 @@ def greedy_chain(utility: SetFunction, k: int, lam: np.ndarray) -> tuple[np.ndar
     for step in range(k + 1):
         gains = utility.gains(np.flatnonzero(chosen)) + lam
         gains[chosen] = -np.inf
-        top = np.sort(np.clip(gains[~chosen], 0.0, None))[::-1][:k]
-        bound = min(bound, value + float(top.sum()))
+        if certified == "all" or (certified == "off-empty" and step > 0):
+            top = np.sort(np.clip(gains[~chosen], 0.0, None))[::-1][:k]
+            bound = min(bound, value + float(top.sum()))
         if step == k:
             break
         u = int(np.argmax(gains))
         chosen[u] = True
         value += float(gains[u])
     value = float(utility.values(chosen[None, :])[0] + lam @ chosen)
-    bound = min(bound, value / (1.0 - 1.0 / math.e)) if value > 0 else bound
+    if certified == "all" and value > 0:
+        bound = min(bound, value / (1.0 - 1.0 / math.e))
     return chosen, value, max(bound, value)

@@ -1,77 +1,262 @@
-"""The initial column pool of column generation: good sets that already meet the floors.
+"""The starting pool of column generation: good sets that already meet the floors, with weights.
 
-- the greedy set for ``f`` (Nemhauser, Wolsey & Fisher 1978);
-- the sets of a **systematic sample** (Madow 1949) with inclusion probabilities
-  ``x >= r``, ``Σ x = k``: order the workers, lay the intervals ``[C_{u−1}, C_u)`` of the
-  cumulative sums ``C`` of ``x`` on ``[0, k)`` and, for an offset ``U ∈ [0, 1)``, select
-  the workers whose interval holds a point of ``U + {0, …, k−1}``.  As ``U`` sweeps
-  ``[0, 1)`` the set changes only at the fractional parts of the ``C_u``, so at most
-  ``n + 1`` distinct ``k``-sets arise, and weighting each by the length of its ``U``-range
-  gives marginals exactly ``x``.  The master LP is therefore feasible from the first
-  iteration and the elastic phase is rarely needed.
+- the greedy set for ``f`` (Nemhauser, Wolsey and Fisher, "An analysis of approximations for
+  maximizing submodular set functions", 1978);
+- the sets of a **systematic sample** (Madow, "On the theory of systematic sampling, II",
+  1949) with inclusion probabilities ``x >= r``, ``Σ x = k``: lay the workers' intervals
+  ``[C_{u−1}, C_u)`` of the cumulative sums ``C`` of ``x`` on ``[0, k)`` and, for an offset
+  ``U ∈ [0, 1)``, select the workers whose interval holds a point of ``U + {0, …, k−1}``.
+  As ``U`` sweeps ``[0, 1)`` the set changes only at the fractional parts of the ``C_u``, so
+  at most ``n + 1`` distinct ``k``-sets arise, and weighting each by the length of its
+  ``U``-range gives marginals exactly ``x`` (``docs/mathematics.md`` §3).
 
-``x`` starts at ``r`` and the spare mass ``k − Σ r`` goes, up to 1 each, to the greedy
-workers first, then to the others by decreasing singleton value, so the sampled sets
-lean towards good ones; the workers are laid out by decreasing singleton value.  For the
-accuracy utility this ``x`` maximises ``L·x`` (so ``g(L·x)`` is Jensen's upper bound on
-``U_opt``) and the balanced samples come within about 1e-7 of it.
+The weighted sample is a feasible distribution, so column generation has a lower bound
+before any LP is solved and its master is feasible from the first iteration.  ``x`` starts
+at ``r``; the spare mass ``k − Σ r`` goes, up to 1 each, to the greedy workers first, then to
+the others by decreasing singleton value ``f({u})``, and the workers are laid out by
+decreasing singleton value.  For the accuracy utility ``f(S) = g(L(S))`` this ``x`` maximises
+``L·x`` over ``{r <= x <= 1, Σ x = k}``, so ``g(L·x)`` is Jensen's upper bound on ``U_opt``,
+and consecutive workers have alike sizes: every sampled set draws one worker from each
+stratum of alike ones, and the sets' sizes ``L(S)`` differ by at most ``max L − min L``.
+
+Everything here is ``O(n·k)`` time and memory (sets are stored as indices), never ``O(n²)``.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
+from fairsched.solvers.columns import Columns
 from fairsched.submodular.greedy import greedy_complete
+from fairsched.utilities.accuracy import AccuracyUtility
 from fairsched.utilities.base import SetFunction
 
+#: antithetic splits tried on a grid by :func:`initial_pool` (then refined around the best)
+SPLIT_GRID = 16
+#: set members :func:`initial_pool` may evaluate while comparing samples
+SPLIT_WORK = 10_000_000
+#: the greedy set joins the sample as a column (of weight 0) only up to this many set members
+GREEDY_WITH_POOL = 200_000
+#: boolean mask entries evaluated per :meth:`SetFunction.values` call when a utility has
+#: no sparse evaluation (16 MiB of masks)
+MASK_CHUNK = 1 << 24
 
-def systematic_sets(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+
+@dataclass(frozen=True, eq=False)
+class StartingPool:
+    """Columns with their ``f`` and the weights of a distribution over them that meets ``r``.
+
+    ``probabilities`` sum to 1 and ``columns.marginals(probabilities) >= r`` up to round-off
+    (the greedy set, column 0, has weight 0 unless it is also sampled).
+    """
+
+    columns: Columns
+    values: np.ndarray
+    probabilities: np.ndarray
+
+    def value(self) -> float:
+        """``Σ_S p_S f(S)`` of the starting distribution: a lower bound on ``U_opt``."""
+        return float(self.probabilities @ self.values)
+
+
+def systematic_columns(x: np.ndarray, k: int, order: np.ndarray | None = None,
+                       split: int | None = None) -> tuple[Columns, np.ndarray]:
     """The distinct sets of a systematic sample with inclusion probabilities ``x``.
 
-    ``x`` (n,) in ``[0, 1]`` with ``Σ x = k`` (up to round-off).  Returns (masks (m, n) bool,
-    probabilities (m,)); every mask has exactly ``k`` members and ``probabilities @ masks ≈ x``.
+    ``x`` (n,) in ``[0, 1]`` with ``Σ x = k`` (up to round-off); workers are laid out in
+    ``order`` (default ``0..n−1``).  With ``split = s`` the first ``s`` workers of the layout
+    (block A) are sampled at the offset ``U`` and the others (block B) at the *antithetic*
+    offset ``1 − U``: each block alone is still a systematic sample, so marginals stay
+    exactly ``x``, and the set size is ``⌈M_A − U⌉ + ⌈M_B − 1 + U⌉ = k`` (``M`` the blocks'
+    masses, ``M_A + M_B = k``).  With the layout sorted by decreasing singleton value, the
+    offset that draws block A's heaviest workers draws block B's lightest, which evens out
+    the sets (for the accuracy utility their sizes ``L(S)``: ``docs/mathematics.md`` §3).
+
+    Returns (columns, probabilities (m,)); every column has exactly ``k`` members and
+    ``columns.marginals(probabilities) ≈ x``.  ``O(m·k)`` work, ``m <= n + 2``.
     """
     x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
     n = x.size
-    cum = np.concatenate([[0.0], np.cumsum(x)])
+    order = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
+    # Extended precision for the cumulative sums: their round-off is what the marginals of
+    # the sample miss x by (about 1e-11 at n = 10^5 in float64, 1e-14 here).
+    cum = np.concatenate([[0.0], np.cumsum(x[order].astype(np.longdouble))])
+    if not cum[-1] > 0 or k < 1:
+        return Columns.empty(n), np.zeros(0)
     cum *= k / cum[-1]  # exact total k, so every offset yields k points
-    frac = np.unique(np.concatenate([[0.0, 1.0], cum % 1.0]))
-    offsets = 0.5 * (frac[:-1] + frac[1:])
-    widths = np.diff(frac)
-    keep = widths > 1e-15
-    offsets, widths = offsets[keep], widths[keep]
-    # worker u holds a point U + j iff floor(C_u − U) > floor(C_{u−1} − U)
-    counts = np.floor(cum[None, :] - offsets[:, None])
-    masks = np.diff(counts, axis=1) > 0
-    good = masks.sum(axis=1) == k
-    masks, widths = masks[good], widths[good]
-    if masks.shape[0] == 0:
-        return np.zeros((0, n), dtype=bool), np.zeros(0)
-    return masks, widths / widths.sum()
+    layout = order.astype(np.int32)
+    ends = np.array([0.0, 1.0], dtype=np.longdouble)
+    if split is None or not 0 < split < n:
+        breaks = np.unique(np.concatenate([ends, cum % 1]))
+        rows = _block_holders(cum, layout, breaks)
+    else:
+        first, second = cum[: split + 1], cum[split:] - cum[split]
+        breaks = np.unique(np.concatenate([ends, first % 1, (1 - second % 1) % 1]))
+        # block B's offsets V = 1 − U run backwards along U's
+        reflected = (1 - breaks)[::-1]
+        rows = np.concatenate([_block_holders(first, layout[:split], breaks),
+                               _block_holders(second, layout[split:], reflected)[::-1]], axis=1)
+    widths = np.diff(breaks).astype(float)
+    present = rows >= 0
+    # round-off can stretch an interval of length 1 over two points: drop such offsets
+    good = (widths > 1e-15) & (present.sum(axis=1) == k)
+    if rows.shape[1] != k:
+        rows = rows[good][present[good]].reshape(-1, k)
+    elif not good.all():
+        rows = rows[good]
+    rows.sort(axis=1)
+    distinct = np.ones(rows.shape[0], dtype=bool)
+    step = max(1, (1 << 22) // max(1, k))
+    for lo in range(0, rows.shape[0], step):  # bounded temporaries
+        distinct[lo: lo + step] = (np.diff(rows[lo: lo + step], axis=1) > 0).all(axis=1)
+    widths = widths[good]
+    if not distinct.all():
+        rows, widths = rows[distinct], widths[distinct]
+    if widths.size == 0:
+        return Columns.empty(n), np.zeros(0)
+    columns = Columns(n, np.arange(widths.size + 1, dtype=np.int64) * k, np.ascontiguousarray(rows).reshape(-1))
+    return columns, widths / widths.sum()
 
 
-def initial_pool(utility: SetFunction, k: int, r: np.ndarray) -> np.ndarray:
-    """Greedy set plus systematic-sample sets meeting ``r``; (m, n) bool, distinct rows."""
+def _block_holders(cum: np.ndarray, layout: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+    """Who holds the point ``V + j`` of one block, for every offset ``V`` between consecutive
+    ``breaks`` (sorted, from 0 to 1) and ``j = 0 .. ⌈M⌉ − 1`` (``M = cum[-1]``): (m, ⌈M⌉),
+    ``-1`` where ``V + j >= M``.
+
+    Worker ``p`` holds ``V + j`` iff ``C_p <= V + j < C_{p+1}``.  Among the ``p`` with
+    ``j <= C_p < j + 1``, ``C_p <= V + j`` iff ``frac(C_p)`` lies at or below the offset's
+    lower break, so along the sorted offsets the holder of point ``j`` steps through those
+    ``p``: one run per ``p``, written with ``np.repeat`` (``O(m)`` per point).
+    """
+    m = breaks.size - 1
+    points = int(np.ceil(cum[-1] - 1e-12))
+    rank = np.searchsorted(breaks, cum % 1)
+    floors = np.floor(cum).astype(np.int64)
+    starts = np.searchsorted(floors, np.arange(points + 1), side="left")
+    holder = np.append(layout, -1).astype(np.int32)  # interval len(layout): beyond the block
+    out = np.empty((m, points), dtype=np.int32)
+    for j in range(points):
+        block = np.arange(starts[j], starts[j + 1])
+        holders = np.concatenate([[max(0, starts[j] - 1)], block])
+        bounds = np.concatenate([[0], np.clip(rank[block], 0, m), [m]])
+        out[:, j] = holder[np.repeat(holders, np.diff(bounds))]
+    return out
+
+
+def systematic_sets(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`systematic_columns` as dense boolean masks (m, n): for small ``n`` only."""
+    columns, probabilities = systematic_columns(x, k)
+    return columns.to_masks(), probabilities
+
+
+def column_values(utility: SetFunction, columns: Columns) -> np.ndarray:
+    """``f`` of every column, without ever holding more than :data:`MASK_CHUNK` mask entries.
+
+    The accuracy utility is evaluated from the columns' total sizes in ``O(nnz)``.
+    """
+    if type(utility) is AccuracyUtility:
+        total = columns.dot(utility.sizes)
+        nonempty = columns.sizes() > 0
+        curve = (1.0 - utility.a) - utility.b * np.power(np.where(nonempty, total, 1.0), utility.c)
+        return np.where(nonempty, curve, 0.0)
+    rows = max(1, MASK_CHUNK // max(1, utility.n))
+    out = np.empty(len(columns))
+    for lo in range(0, len(columns), rows):
+        index = np.arange(lo, min(len(columns), lo + rows))
+        out[index] = utility.values(columns.to_masks(index))
+    return out
+
+
+def starting_point(utility: SetFunction, k: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(greedy set, inclusion probabilities ``x``, layout order) of the starting sample.
+
+    ``x = r`` plus the spare ``k − Σ r`` given, up to 1 each, to the greedy workers first and
+    then to the others by decreasing ``f({u})`` (``= utility.gains(∅)``, since ``f(∅) = 0``).
+    """
     n = utility.n
     r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
-    greedy = greedy_complete(utility, k)
-    singles = utility.values(np.eye(n, dtype=bool))
+    if type(utility) is AccuracyUtility:
+        # f(S) = g(L(S)) with g increasing: every greedy step takes the largest size left, so
+        # the greedy set is the k largest sizes (O(n log n), not k gains passes of O(n))
+        greedy = np.sort(np.argsort(-utility.sizes, kind="stable")[:k]).astype(np.int64)
+    else:
+        greedy = greedy_complete(utility, k)
+    singles = np.asarray(utility.gains(np.zeros(0, dtype=np.int64)), dtype=float)
     rank = np.argsort(-singles, kind="stable")
-    in_greedy = np.isin(rank, greedy)
-    priority = np.concatenate([rank[in_greedy], rank[~in_greedy]])
+    in_greedy = np.zeros(n, dtype=bool)
+    in_greedy[greedy] = True
+    priority = np.concatenate([rank[in_greedy[rank]], rank[~in_greedy[rank]]])
+    room = (1.0 - r)[priority]
+    spare = max(0.0, k - float(r.sum()))
+    # fill in priority order: each takes min(room, what is left), vectorised by cumulative sums
+    before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
     x = r.copy()
-    spare = k - x.sum()
-    for u in priority:
-        if spare <= 1e-12:
-            break
-        add = min(1.0 - x[u], spare)
-        x[u] += add
-        spare -= add
+    x[priority] += np.clip(spare - before, 0.0, room)
+    return greedy, x, rank
+
+
+def initial_pool(utility: SetFunction, k: int, r: np.ndarray, *, work: int = SPLIT_WORK,
+                 deadline: float | None = None) -> StartingPool:
+    """Greedy set plus the best systematic sample of :func:`starting_point`, weighted to meet ``r``.
+
+    The plain sample and antithetic ones (``split`` of :func:`systematic_columns`) at a grid
+    of split points, refined around the best, are compared by their value ``Σ p_S f(S)``;
+    ``work`` caps the set members evaluated in that search (about ``work / (n·k)`` samples),
+    and the search is skipped or cut short at ``deadline`` (a ``time.perf_counter()`` value):
+    only the greedy set and the plain sample, ``O(n·k)``, are always built, since without
+    them there is no feasible distribution to report.
+    """
+    n = utility.n
+    greedy, x, rank = starting_point(utility, k, r)
     # Sampling in order of singleton value: consecutive workers are alike, so every sample
-    # draws one worker from each stratum of alike ones and the samples are balanced (for
-    # the accuracy utility their total sizes differ by about one stratum's spread).
-    masks, _ = systematic_sets(x[rank], k)
-    pool = np.zeros((masks.shape[0] + 1, n), dtype=bool)
-    pool[0, greedy] = True
-    pool[1:, rank] = masks
-    return np.unique(pool, axis=0)
+    # draws one worker from each stratum of alike ones and the samples are balanced.
+    sampled, weights = systematic_columns(x, k, order=rank)
+    best = (float(weights @ column_values(utility, sampled)), sampled, weights)
+    tries = min(SPLIT_GRID, work // max(1, sampled.nnz))
+    if deadline is not None and time.perf_counter() > deadline:
+        tries = 0
+    if tries >= 2 and n >= 3:
+        def attempt(split: int) -> None:
+            nonlocal best
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            columns, probabilities = systematic_columns(x, k, order=rank, split=split)
+            if len(columns):
+                value = float(probabilities @ column_values(utility, columns))
+                if value > best[0]:
+                    best = (value, columns, probabilities)
+        grid = np.unique(np.linspace(1, n - 1, tries).round().astype(int))
+        chosen = {}
+        for split in grid:
+            before = best[0]
+            attempt(int(split))
+            if best[0] > before:
+                chosen["split"] = int(split)
+        step = max(1, (n - 2) // max(1, tries - 1))
+        while "split" in chosen and step > 1 and tries > SPLIT_GRID // 2:
+            step //= 2
+            centre = chosen["split"]
+            for split in (centre - step, centre + step):
+                if 0 < split < n:
+                    before = best[0]
+                    attempt(split)
+                    if best[0] > before:
+                        chosen["split"] = split
+    _, sampled, weights = best
+    if sampled.nnz > GREEDY_WITH_POOL:
+        # the master will see the sample only aggregated; pricing finds the greedy set anyway
+        return StartingPool(sampled, column_values(utility, sampled), weights)
+    greedy_column = Columns.from_sets([greedy], n)
+    columns = Columns.concatenate([greedy_column, sampled], n)
+    probabilities = np.concatenate([[0.0], weights])
+    values = column_values(utility, columns)
+    hashes = columns.hashes()
+    if len(sampled) and (hashes[1:] == hashes[0]).any():  # greedy set also sampled: keep one copy
+        twin = 1 + int(np.flatnonzero(hashes[1:] == hashes[0])[0])
+        if np.array_equal(columns[twin], columns[0]):
+            keep = np.arange(len(columns)) != 0
+            columns, values, probabilities = columns.take(np.flatnonzero(keep)), values[keep], probabilities[keep]
+    return StartingPool(columns, values, probabilities)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from fairsched.lp.pricing.base import PricingOracle, ranked
-from fairsched.utilities.modular import Modular
 from fairsched.solvers.colgen import PricingResult
+from fairsched.utilities.modular import Modular
 
 
 class ModularPricing(PricingOracle):

@@ -1,0 +1,235 @@
+"""Exact pricing for concave functions of modular sums, by tangent cuts in one MILP.
+
+The utilities ``f(S) = Σ_j c_j·φ_j(a_j(S))`` with ``a_j(S) = Σ_{u∈S} W_ju``, ``W >= 0``,
+``c >= 0`` and ``φ_j`` concave increasing:
+
+- concave of modular: ``φ = sqrt`` or ``log1p``, ``W`` the features, ``c = 1``;
+- accuracy: one term, ``φ(s) = (1 − a) − b·s^c`` (``b > 0``, ``c < 0``), ``W`` the sizes;
+- propensity-weighted accuracy: one term per stratum, ``W_j`` the effective sizes and
+  ``c_j = π_j``.
+
+The accuracy curves jump at ``∅`` (``f(∅) = 0``, not ``φ(0) = −∞``), which breaks
+submodularity there; it does not matter here: ``|S| = k >= 1`` is forced, so ``a_j``
+ranges over ``[lo_j, hi_j]`` (the sums of the ``k`` smallest and largest ``W_ju``) and only
+``φ_j`` on that range enters.
+
+MILP (outer approximation; Duran & Grossmann 1986, Kelley 1960)::
+
+    max Σ_j c_j t_j + λ·x   s.t.  a_j = W_j·x,
+                                   t_j <= φ_j(p) + φ_j'(p)·(a_j − p)   for the cut points p,
+                                   φ_j(lo_j) <= t_j <= φ_j(hi_j),  lo_j <= a_j <= hi_j,
+                                   Σ x = k,  x binary.
+
+The sums ``a_j`` are columns of their own, so each tangent is a row with two nonzeros and
+``W`` appears once; written on ``x`` directly every tangent repeats the dense row ``W_j``.
+Measured on concave of modular (``sqrt``, ``n = 100``, ``k = 10``, 50 dense features,
+the instance of ``benchmarks/bench_pricing.py``) at the relaxation duals, one exact call: 206,011
+nonzeros and 33 s CPU on ``x``, 8,818 nonzeros and 6-8 s CPU with ``a_j`` (same bound,
+same set).  What is left is the search: the root gap is about ``0.16 %`` and the first
+MILP solve meets an integer point the tangents over-estimate (a second solve follows);
+stopping that first solve at such a point (a HiGHS interrupt callback) and restarting was
+tried and is slower (21 restarts, 21 s CPU), since every restart redoes the root.
+
+Every tangent over-estimates the concave ``φ_j``, so the MILP's dual bound is an upper bound
+on the pricing problem; the cut loop of :class:`~fairsched.lp.pricing.milp.MilpPricing`
+adds the tangents at the incumbent's sums ``W_j·x̂`` until its true value meets that bound.
+When ``lo_j = 0`` the chord ``t_j <= (φ(w_j)/w_j)·W_j·x`` (``w_j`` the least positive
+``W_ju``) is exact at ``a_j = 0`` and valid at every ``k``-set, since ``a_j`` is then 0 or at
+least ``w_j`` and ``φ(a)/a`` is non-increasing.  ``docs/mathematics.md`` §3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
+from fairsched.utilities import (
+    AccuracyUtility,
+    ConcaveModular,
+    PropensityWeightedAccuracy,
+)
+from fairsched.utilities.base import SetFunction
+
+#: tangents per term placed before the first solve, geometrically over ``[lo_j, hi_j]``
+INITIAL_TANGENTS = 4
+#: a term's variable counts as over-estimating once above ``φ(a)`` by this (relative)
+CUT_TOLERANCE = 1e-10
+
+
+@dataclass
+class ConcaveForm:
+    """``f(S) = Σ_j coef_j·φ_j(W_j·1_S)``; ``curve`` is ``"sqrt"``, ``"log1p"`` or
+    ``"power"`` (``φ_j(s) = (1 − a_j) − b_j·s^{c_j}``)."""
+
+    W: np.ndarray  # (J, n), >= 0
+    coef: np.ndarray  # (J,), >= 0
+    curve: str
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
+    c: np.ndarray | None = None
+
+    def _params(self, rows: np.ndarray, ndim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        shape = (-1,) + (1,) * (ndim - 1)
+        return (self.a[rows].reshape(shape), self.b[rows].reshape(shape), self.c[rows].reshape(shape))
+
+    def phi(self, s: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``φ_j(s_j)`` for the terms ``rows`` (all by default); ``s`` has them on axis 0."""
+        s = np.asarray(s, dtype=float)
+        if self.curve == "sqrt":
+            return np.sqrt(s)
+        if self.curve == "log1p":
+            return np.log1p(s)
+        rows = np.arange(self.W.shape[0]) if rows is None else rows
+        a, b, c = self._params(rows, s.ndim)
+        return (1.0 - a) - b * np.power(s, c)
+
+    def dphi(self, s: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``φ_j'(s_j)`` (``s > 0``)."""
+        s = np.asarray(s, dtype=float)
+        if self.curve == "sqrt":
+            return 0.5 / np.sqrt(s)
+        if self.curve == "log1p":
+            return 1.0 / (1.0 + s)
+        rows = np.arange(self.W.shape[0]) if rows is None else rows
+        _, b, c = self._params(rows, s.ndim)
+        return -b * c * np.power(s, c - 1.0)
+
+
+def concave_form(utility: SetFunction) -> ConcaveForm:
+    """The :class:`ConcaveForm` of a concave-modular or accuracy utility (on non-empty sets)."""
+    if isinstance(utility, ConcaveModular):
+        J = utility.features.shape[0]
+        return ConcaveForm(utility.features, np.ones(J), utility.concave)
+    if isinstance(utility, AccuracyUtility):
+        one = np.ones(1)
+        return ConcaveForm(utility.sizes[None, :], one, "power", utility.a * one, utility.b * one,
+                           utility.c * one)
+    if isinstance(utility, PropensityWeightedAccuracy):
+        return ConcaveForm(utility.effective.T, utility.shares, "power", utility.a, utility.b, utility.c)
+    raise TypeError(f"no concave form for a {type(utility).__name__}")
+
+
+class ConcaveTerm(Term):
+    """``Σ_j coef_j·φ_j(W_j·x)`` by outer-approximation tangents (module docstring)."""
+
+    lazy = True
+
+    def __init__(self, form: ConcaveForm, k: int):
+        keep = (form.coef > 0) & (form.W.max(axis=1) > 0)
+        self.form = form
+        self.rows = np.flatnonzero(keep)
+        W = form.W[self.rows]
+        self.W = sp.csr_array(W)
+        ordered = np.sort(W, axis=1)
+        self.lo = ordered[:, :k].sum(axis=1)
+        self.hi = ordered[:, -k:].sum(axis=1)
+        positive = np.where(W > 0, W, np.inf)
+        self.least = positive.min(axis=1)
+        self.k = k
+        self._seen: set[tuple[int, float]] = set()
+
+    def build(self, model: MilpModel, weight: float) -> None:
+        J = self.rows.size
+        lower = self.form.phi(self.lo, self.rows)
+        upper = self.form.phi(self.hi, self.rows)
+        t = model.add_columns(weight * self.form.coef[self.rows], lower, upper)
+        # a_j = W_j·x as its own column: every tangent is then a 2-nonzero row on (t_j, a_j)
+        # instead of a dense row on x (module docstring: 25x fewer nonzeros, 5-10x faster LPs)
+        slack = 1e-9 * np.maximum(1.0, self.hi)
+        a = model.add_columns(np.zeros(J), np.maximum(0.0, self.lo - slack), self.hi + slack)
+        self.t, self.a = t, a
+        self.columns = np.concatenate([t, a])
+        if J == 0:
+            return
+        row = np.repeat(np.arange(J), np.diff(self.W.indptr))
+        matrix = sp.csr_array((np.concatenate([np.ones(J), -self.W.data]),
+                               (np.concatenate([np.arange(J), row]), np.concatenate([a, self.W.indices]))),
+                              shape=(J, model.num_col))
+        model.add_rows(np.zeros(J), matrix, lower=np.zeros(J))
+        zero = np.flatnonzero(self.lo <= 0)
+        if zero.size:  # the chord through 0 and the least positive entry (module docstring)
+            slope = self.form.phi(self.least[zero], self.rows[zero]) / self.least[zero]
+            self._add(model, zero, np.zeros(zero.size), slope, np.zeros(zero.size))
+        points = []
+        for i in range(J):
+            start = max(self.lo[i], self.least[i])
+            if not self.hi[i] > start:
+                points.append(np.array([self.hi[i]]))
+                continue
+            points.append(np.geomspace(start, self.hi[i], INITIAL_TANGENTS))
+        terms = np.repeat(np.arange(J), [p.size for p in points])
+        self._tangents(model, terms, np.concatenate(points))
+
+    def _tangents(self, model: MilpModel, terms: np.ndarray, at: np.ndarray) -> int:
+        fresh = [(int(i), float(p)) not in self._seen and p > 0 for i, p in zip(terms, at)]
+        terms, at = terms[np.array(fresh, dtype=bool)], at[np.array(fresh, dtype=bool)]
+        if terms.size == 0:
+            return 0
+        self._seen.update((int(i), float(p)) for i, p in zip(terms, at))
+        rows = self.rows[terms]
+        value = self.form.phi(at, rows)
+        slope = self.form.dphi(at, rows)
+        return self._add(model, terms, at, slope, value)
+
+    def _add(self, model: MilpModel, terms: np.ndarray, at: np.ndarray, slope: np.ndarray,
+             value: np.ndarray) -> int:
+        """Rows ``t_j − slope·a_j <= value − slope·at`` for each (term, point)."""
+        m = terms.size
+        matrix = sp.csr_array((np.concatenate([np.ones(m), -slope]),
+                               (np.concatenate([np.arange(m), np.arange(m)]),
+                                np.concatenate([self.t[terms], self.a[terms]]))),
+                              shape=(m, model.num_col))
+        return model.add_rows(value - slope * at, matrix)
+
+    def start(self, x: np.ndarray) -> np.ndarray:
+        sums = self.W @ x.astype(float)
+        return np.concatenate([self.form.phi(sums, self.rows), sums])
+
+    def separate(self, model: MilpModel, x: np.ndarray, own: np.ndarray) -> int:
+        sums = np.maximum(self.W @ np.asarray(x, dtype=float), 0.0)
+        sums = np.clip(sums, self.lo, self.hi)
+        true = self.form.phi(np.maximum(sums, 1e-300), self.rows)
+        over = own[: self.rows.size] - true > CUT_TOLERANCE * np.maximum(1.0, np.abs(true))
+        terms = np.flatnonzero(over & (sums > 0))
+        return self._tangents(model, terms, sums[terms])
+
+
+def concave_swap_deltas(utility: SetFunction, mask: np.ndarray) -> np.ndarray:
+    """``f(S − u + v) − f(S)`` for members ``u`` (rows) and outsiders ``v`` (columns), for
+    every utility with a :func:`concave_form`; memory ``O(|S|·n)``."""
+    form = concave_form(utility)
+    inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
+    sums = form.W[:, inside].sum(axis=1)
+    out = np.zeros((inside.size, outside.size))
+    for j in np.flatnonzero(form.coef > 0):
+        moved = sums[j] - form.W[j, inside][:, None] + form.W[j, outside][None, :]
+        rows = np.array([j])
+        base = form.phi(np.array([sums[j]]), rows)[0]
+        out += form.coef[j] * (form.phi(np.maximum(moved, 0.0)[None], rows)[0] - base)
+    return out
+
+
+def concave_modular_term(utility: ConcaveModular, k: int) -> ConcaveTerm:
+    return ConcaveTerm(concave_form(utility), k)
+
+
+def accuracy_term(utility: AccuracyUtility, k: int) -> ConcaveTerm:
+    return ConcaveTerm(concave_form(utility), k)
+
+
+def propensity_term(utility: PropensityWeightedAccuracy, k: int) -> ConcaveTerm:
+    return ConcaveTerm(concave_form(utility), k)
+
+
+class ConcavePricing(MilpPricing):
+    """Exact pricing for :class:`~fairsched.utilities.ConcaveModular`, and for
+    :class:`~fairsched.utilities.PropensityWeightedAccuracy` (one tangent-cut term per stratum)."""
+
+    name = "concave-milp"
+    swap_deltas = staticmethod(concave_swap_deltas)
+
+    def make_terms(self, utility: SetFunction) -> list[tuple[float, Term]]:
+        return [(1.0, ConcaveTerm(concave_form(utility), self.k))]

@@ -1,0 +1,222 @@
+"""Pricing oracles against brute force: ``max_{|S|=k} f(S) + λ(S)`` over every ``k``-set.
+
+For every utility kind with an exact oracle (coverage, facility location, concave of modular
+with ``sqrt`` and ``log1p``, modular, mixtures of these and of the accuracy curves, and the
+accuracy utility through the public dispatcher :func:`fairsched.lp.pricing.pricing_for`) an
+answer that claims ``exact`` must attain the brute-force maximum to ``1e-9`` relative, and
+every answer's ``upper_bound`` must be at least that maximum (the certificate column
+generation's Lagrangian bound rests on).  Greedy pricing may claim a finite bound only where
+the utility is certified monotone submodular.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fairsched.lp.pricing import (
+    ConcavePricing,
+    CoveragePricing,
+    FacilityLocationPricing,
+    GreedyPricing,
+    MixturePricing,
+    ModularPricing,
+    pricing_for,
+)
+from fairsched.utilities import (
+    AccuracyUtility,
+    CallableUtility,
+    ConcaveModular,
+    Coverage,
+    FacilityLocation,
+    Mixture,
+    Modular,
+    PropensityWeightedAccuracy,
+)
+from fairsched.utilities.base import SetFunction
+
+RTOL = 1e-9
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def brute_force(utility: SetFunction, k: int, lam: np.ndarray) -> float:
+    """``max_{|S|=k} f(S) + λ(S)`` by evaluating every ``k``-set."""
+    n = utility.n
+    masks = np.zeros((math.comb(n, k), n), dtype=bool)
+    for row, subset in enumerate(itertools.combinations(range(n), k)):
+        masks[row, list(subset)] = True
+    return float(np.max(utility.values(masks) + masks @ lam))
+
+
+def make_utility(kind: str, n: int, rng: np.random.Generator) -> SetFunction:
+    """A random utility of ``kind`` on ``n`` workers (ties and zeros included on purpose)."""
+    if kind == "coverage":
+        elements = int(rng.integers(1, 3 * n))
+        covers = [sorted(rng.choice(elements, size=int(rng.integers(0, elements + 1)), replace=False).tolist())
+                  for _ in range(n)]
+        weights = rng.choice([0.0, 0.5, 1.0, rng.uniform(0, 2)], size=elements)
+        return Coverage(covers, weights)
+    if kind == "facility-location":
+        points = int(rng.integers(1, 2 * n))
+        sim = rng.uniform(0, 1, size=(points, n)) ** 2
+        sim[rng.uniform(size=sim.shape) < 0.3] = 0.0
+        return FacilityLocation(np.round(sim, int(rng.integers(1, 4))))
+    if kind in ("sqrt", "log1p"):
+        features = int(rng.integers(1, 6))
+        feats = rng.exponential(1.0, size=(features, n)) * (rng.uniform(size=(features, n)) < 0.7)
+        return ConcaveModular(feats, kind)
+    if kind == "modular":
+        return Modular(rng.uniform(0, 1, n))
+    if kind == "accuracy":
+        return AccuracyUtility(rng.integers(1, 500, n).astype(float), a=0.05, b=float(rng.uniform(0.2, 2.0)),
+                               c=float(rng.uniform(-0.6, -0.1)))
+    raise ValueError(kind)
+
+
+def random_lam(n: int, rng: np.random.Generator, scale: float) -> np.ndarray:
+    lam = rng.exponential(scale, n) * (rng.uniform(size=n) < 0.6)
+    return lam
+
+
+def check(oracle, utility: SetFunction, k: int, lam: np.ndarray, must_be_exact: bool) -> None:
+    result = oracle(lam)
+    best_true = brute_force(utility, k, lam)
+    tol = RTOL * max(1.0, abs(best_true))
+    assert result.columns.shape[1] == utility.n and (result.columns.sum(axis=1) == k).all()
+    # the reported values are f of the reported columns
+    np.testing.assert_allclose(result.values, utility.values(result.columns), rtol=1e-12, atol=1e-12)
+    best = float(result.values[0] + result.columns[0] @ lam)
+    assert best <= best_true + tol
+    assert result.upper_bound >= best_true - tol, (result.upper_bound, best_true)
+    if result.exact:
+        assert best >= best_true - tol, (best, best_true)
+    if must_be_exact:
+        assert result.exact
+
+
+EXACT_KINDS = {"coverage": CoveragePricing, "facility-location": FacilityLocationPricing,
+               "sqrt": ConcavePricing, "log1p": ConcavePricing, "modular": ModularPricing}
+
+
+@SETTINGS
+@given(kind=st.sampled_from(sorted(EXACT_KINDS)), n=st.integers(1, 10), data=st.data(),
+       seed=st.integers(0, 2**32 - 1))
+def test_structured_pricing_matches_brute_force(kind: str, n: int, data, seed: int) -> None:
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    utility = make_utility(kind, n, rng)
+    oracle = EXACT_KINDS[kind](utility, k)
+    oracle_name = {"sqrt": "concave", "log1p": "concave"}.get(kind, kind)
+    assert type(pricing_for(utility, k, oracle_name)) is type(oracle)
+    for scale in (0.0, 0.3, 3.0):
+        check(oracle, utility, k, random_lam(n, rng, scale), must_be_exact=True)
+
+
+MIXABLE = ("coverage", "facility-location", "sqrt", "log1p", "modular", "accuracy")
+
+
+@SETTINGS
+@given(kinds=st.lists(st.sampled_from(MIXABLE), min_size=1, max_size=3), n=st.integers(1, 9),
+       data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_mixture_pricing_is_one_exact_milp(kinds: list[str], n: int, data, seed: int) -> None:
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    utility = Mixture([make_utility(kind, n, rng) for kind in kinds], rng.uniform(0.1, 2.0, len(kinds)))
+    oracle = pricing_for(utility, k, enumeration_limit=0)
+    assert isinstance(oracle, MixturePricing) and oracle.exact
+    for scale in (0.0, 1.0):
+        check(oracle, utility, k, random_lam(n, rng, scale), must_be_exact=True)
+
+
+@SETTINGS
+@given(n=st.integers(1, 10), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_accuracy_pricing_through_the_dispatcher(n: int, data, seed: int) -> None:
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    utility = make_utility("accuracy", n, rng)
+    oracle = pricing_for(utility, k, enumeration_limit=0)
+    for scale in (0.0, 0.05, 1.0):
+        check(oracle, utility, k, random_lam(n, rng, scale), must_be_exact=False)
+
+
+@SETTINGS
+@given(n=st.integers(1, 9), strata=st.integers(1, 3), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_propensity_accuracy_pricing_is_exact(n: int, strata: int, data, seed: int) -> None:
+    """One tangent-cut term per stratum (:class:`ConcavePricing`), through the dispatcher."""
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 300, size=(n, strata)).astype(float)
+    sizes[np.arange(n), rng.integers(0, strata, size=n)] += 50
+    utility = PropensityWeightedAccuracy(sizes, rng.dirichlet(np.ones(strata)), 0.2)
+    oracle = pricing_for(utility, k, enumeration_limit=0)
+    assert isinstance(oracle, ConcavePricing)
+    for scale in (0.0, 0.05):
+        check(oracle, utility, k, random_lam(n, rng, scale), must_be_exact=True)
+
+
+@SETTINGS
+@given(kind=st.sampled_from(MIXABLE), n=st.integers(2, 10), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_greedy_bound_is_certified_or_infinite(kind: str, n: int, data, seed: int) -> None:
+    """The greedy bounds hold where the utility is certified monotone submodular (on non-empty
+    sets for the chain bound); on an accuracy curve that jumps at ``∅`` only the latter."""
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    utility = make_utility(kind, n, rng)
+    oracle = GreedyPricing(utility, k)
+    for scale in (0.0, 1.0):
+        lam = random_lam(n, rng, scale)
+        check(oracle, utility, k, lam, must_be_exact=False)
+        assert math.isfinite(oracle(lam).upper_bound)
+
+
+def test_greedy_has_no_bound_for_a_user_function() -> None:
+    """A user's callable is submodular only by promise: no certificate rests on it."""
+    utility = CallableUtility(lambda S: float(len(S) ** 2), 6)  # supermodular: greedy bounds fail
+    result = GreedyPricing(utility, 3)(np.zeros(6))
+    assert result.upper_bound == math.inf and not result.exact
+
+
+def test_mixture_with_a_user_component_has_no_false_certificate() -> None:
+    """The bug this guards: a mixture with a component of unknown structure got the greedy
+    ``1 − 1/e`` and chain bounds, which its supermodular part breaks."""
+    n, k = 8, 4
+    rng = np.random.default_rng(3)
+    utility = Mixture([make_utility("coverage", n, rng), CallableUtility(lambda S: float(len(S) ** 3), n)],
+                      [0.1, 1.0])
+    assert utility.submodular is None
+    oracle = pricing_for(utility, k, "greedy")
+    result = oracle(np.zeros(n))
+    assert result.upper_bound == math.inf and not result.exact
+    with pytest.raises(ValueError, match="milp"):
+        pricing_for(utility, k, "milp")
+    # auto on a small instance falls back to enumeration, exact for any utility
+    check(pricing_for(utility, k), utility, k, np.zeros(n), must_be_exact=True)
+
+
+def test_non_submodular_accuracy_is_priced_exactly_in_a_mixture() -> None:
+    """An accuracy curve that is not monotone at ``∅`` (``f({u}) < 0``) is still exact as a
+    MILP term, since ``|S| = k >= 1``; greedy keeps only its chain bounds from ``S_1`` on."""
+    n, k = 8, 3
+    rng = np.random.default_rng(5)
+    accuracy = AccuracyUtility(rng.integers(1, 5, n).astype(float), a=0.05, b=2.0, c=-0.3)
+    assert accuracy.submodular is False and accuracy.submodular_off_empty is True
+    utility = Mixture([accuracy, make_utility("coverage", n, rng)], [1.0, 0.5])
+    assert utility.submodular is None
+    for lam in (np.zeros(n), random_lam(n, rng, 1.0)):
+        check(pricing_for(utility, k, "milp"), utility, k, lam, must_be_exact=True)
+        check(GreedyPricing(utility, k), utility, k, lam, must_be_exact=False)
+
+
+@pytest.mark.parametrize("kind", ["coverage", "facility-location", "sqrt"])
+def test_time_limited_milp_keeps_a_certified_bound(kind: str) -> None:
+    """A call stopped by its time budget returns HiGHS's dual bound, never less than the maximum."""
+    rng = np.random.default_rng(11)
+    n, k = 10, 5
+    utility = make_utility(kind, n, rng)
+    oracle = EXACT_KINDS[kind](utility, k, time_budget=1e-6)
+    check(oracle, utility, k, random_lam(n, rng, 1.0), must_be_exact=False)
