@@ -28,7 +28,11 @@ exact pricing.  The lower bound is the value of a feasible distribution: the sta
   ``gap`` (a heuristic pricing whose bound is not tight, or the floating-point floor: see
   :data:`DEFAULT_GAP`);
 - ``"tailing-off"`` when the gap shrank by less than a factor ``tailing_off[1]`` over the last
-  ``tailing_off[0]`` iterations;
+  ``tailing_off[0]`` iterations and an exact pricing call made in that window **finished**
+  (attained its maximum); while the only bound is stale (no such call, or the last one cut
+  short by its time budget), a stagnating gap instead triggers an exact call for the bound
+  with a larger budget (:func:`_exact_budget`), since a heuristic's columns cannot move the
+  certified bound;
 - ``"time-limit"`` or ``"iteration-limit"``.
 
 In every case the best distribution found and the best certificate are returned.
@@ -492,7 +496,7 @@ def column_generation(
     certificate = _Certificate()
     all_exact = True
     history: list[tuple[int, float, float, int]] = []
-    state = _State(values, columns)
+    state = _State(values, columns, started=start)
 
     def price_at(duals: np.ndarray, oracle: Callable[..., PricingResult] = price,
                  target: float | None = None) -> PricingResult:
@@ -505,7 +509,11 @@ def column_generation(
         else:
             priced, reached = oracle(duals), False
         if oracle is price:
-            state.exact_seconds += time.perf_counter() - began
+            took = time.perf_counter() - began
+            state.exact_seconds += took
+            state.bound_finished = bool(priced.exact) and not reached
+            if state.bound_finished:
+                state.last_exact_seconds = took
             if not reached:
                 all_exact &= bool(priced.exact)
         if math.isfinite(float(priced.upper_bound)):
@@ -576,6 +584,10 @@ class _State:
     penalty: float = math.nan
     slack: np.ndarray | None = None  # of the last master solution
     exact_seconds: float = 0.0  # spent in the exact pricing
+    last_exact_seconds: float = 0.0  # the last exact call that finished (attained its maximum)
+    bound_finished: bool = False  # whether the last exact call finished
+    bound_budget: float = 0.0  # the least budget of the next call for the bound
+    started: float = field(default_factory=time.perf_counter)
     start_in_master: bool = False
 
     @property
@@ -601,7 +613,7 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
     """The main loop: master, (smoothed) pricing, bounds, stopping; returns (status, iterations)."""
     gaps: list[float] = []
     iteration = last_exact = 0
-    began, overdue = time.perf_counter(), False
+    overdue = False
     while iteration < max_iterations:
         if time.perf_counter() >= stop_at:
             return "time-limit", iteration
@@ -619,12 +631,14 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             state.offer(solution, master.value(solution), master.size)
         lam, mu = solution.lam, solution.mu
         threshold = tol * max(1.0, abs(mu) / master.scale) * master.scale
+        budget = _exact_budget(overdue, iteration - last_exact, state)
         cols, vals, entering, result, exact_ran = _price_smoothed(
             price_at, price, heuristic, smoother, certificate, lam, mu, threshold, feasible, r, stop_at,
-            bound_budget=_exact_budget(overdue, iteration - last_exact, state.exact_seconds,
-                                       time.perf_counter() - began))
+            bound_budget=budget)
         if exact_ran:
             last_exact, overdue = iteration, False
+            # a call cut short by its budget proved little: the next one gets twice as long
+            state.bound_budget = 0.0 if state.bound_finished or budget is None else 2.0 * budget
         current = record(iteration)
         if feasible and current <= gap:
             return "optimal", iteration
@@ -649,20 +663,31 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             gaps.append(current)
             if tailing_off is not None and len(gaps) > tailing_off[0] and \
                     gaps[-1] > tailing_off[1] * gaps[-1 - tailing_off[0]]:
-                if iteration - last_exact < tailing_off[0]:
+                if iteration - last_exact < tailing_off[0] and state.bound_finished:
                     return "tailing-off", iteration
-                overdue = True  # only the heuristic's bound stagnates: ask the exact pricing first
+                # The bound may be stale (no exact call in the window, or the last one cut
+                # short): a finished exact call must confirm the stagnation before stopping.
+                overdue = True
     return "iteration-limit", iteration
 
 
-def _exact_budget(overdue: bool, since: int, exact_seconds: float, elapsed: float) -> float | None:
+def _exact_budget(overdue: bool, since: int, state: _State) -> float | None:
     """Seconds for an exact pricing call made only for its bound (the heuristic found columns),
-    or ``None`` for no such call.  It is made every :data:`EXACT_EVERY` iterations while exact
-    calls took at most a third of the time so far, or when the gap stagnates on the heuristic's
-    bound (``overdue``), and gets a quarter of the time elapsed (at least
-    :data:`MIN_BOUND_SECONDS`): a MILP pricing can cost a hundred heuristic iterations."""
-    if overdue or (since >= EXACT_EVERY and exact_seconds <= elapsed / 3):
-        return max(MIN_BOUND_SECONDS, 0.25 * elapsed)
+    or ``None`` for no such call.
+
+    It is made every :data:`EXACT_EVERY` iterations while exact calls took at most a third of
+    the time so far, or when the gap stagnates (``overdue``).  The budget is the largest of
+    :data:`MIN_BOUND_SECONDS`, a quarter of the time since the start, **twice the last exact
+    call that finished** and twice the budget of a call that was cut short
+    (``state.bound_budget``).  Why: a MILP pricing call costs what it costs (facility location
+    ``n = 400``, ``k = 40``: 1,000-2,000 nodes, about 26 s CPU) and a call stopped before it
+    closes its gap leaves a dual bound no better than the stale one, so a budget tied to the
+    loop's own elapsed time (0.25·elapsed, the previous rule) starved every bound call and the
+    loop ended ``"tailing-off"`` on the bound of its first exact call.
+    """
+    elapsed = time.perf_counter() - state.started
+    if overdue or (since >= EXACT_EVERY and state.exact_seconds <= elapsed / 3):
+        return max(MIN_BOUND_SECONDS, 0.25 * elapsed, 2.0 * state.last_exact_seconds, state.bound_budget)
     return None
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import sys
+import time
 from typing import ClassVar
 
 import fairsched.solvers.lp
@@ -16,6 +17,7 @@ from conftest import INSTANCES, bundled_instances
 from fairsched.solvers import (
     InfeasibleLPError,
     PricingResult,
+    colgen,
     column_generation,
     k_subset_masks,
     solve_distribution_lp,
@@ -591,3 +593,42 @@ def test_cli_text_lists_at_most_twenty_sets_and_prices(capsys, tmp_path):
     shown = lines[23].removeprefix("fairness price λ_u: ").split(", ... (")[0].split(", ")
     assert len(shown) == 20 and all(len(entry.split()) == 2 for entry in shown)
     assert f"({priced:,} workers priced, the 20 largest shown; all with --json)" in lines[23]
+
+
+def test_a_bound_cut_short_is_retried_with_twice_the_budget_before_tailing_off():
+    """The stagnation stop needs a finished exact call: one cut short by its budget (a valid
+    but loose bound, ``exact`` false) is followed by another with twice the budget, until one
+    finishes and certifies the optimum (the loop used to stop "tailing-off" on the loose one)."""
+    values, members, r = accuracy_lp(3, n=12, k=5)
+    reference = solve_distribution_lp(values, members, r).value
+    exact = enumeration_oracle(values, members)
+    budgets = []
+
+    class Budgeted:
+        deadline = None
+
+        def __call__(self, lam):
+            budgets.append(math.inf if self.deadline is None else self.deadline - time.perf_counter())
+            priced = exact(lam)
+            if len(budgets) <= 2:
+                return PricingResult(priced.columns, priced.values, priced.upper_bound + 1.0, False)
+            return priced
+
+    order = np.random.default_rng(0).permutation(values.size)
+    calls = []
+
+    def trickle(lam):  # a heuristic that sees one more column per call, and has no bound
+        calls.append(lam)
+        seen = order[: 40 + len(calls)]
+        best = seen[np.argmax(values[seen] + members[seen] @ lam)]
+        return PricingResult(members[[best]], values[[best]], math.inf, False)
+
+    start = [int(np.argmax(values))]
+    result = column_generation(values[start], members[start], r, Budgeted(), heuristic=trickle,
+                               gap=1e-9, tailing_off=(2, 0.99), max_iterations=400)
+    assert result.status == "optimal"
+    assert result.upper_bound == pytest.approx(reference, abs=1e-9)
+    assert result.value == pytest.approx(reference, abs=1e-9)
+    first, second, third = budgets[:3]  # the two cut short, then one that finishes
+    assert first >= 0.9 * colgen.MIN_BOUND_SECONDS
+    assert second >= 1.9 * first and third >= 1.9 * second

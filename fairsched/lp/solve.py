@@ -52,6 +52,11 @@ DEFAULT_MAX_COLUMNS = 1_000_000
 #: C(18, 9) = 48,620 column generation wins for every kind (1.2-6.6x), at C(20, 10) by 3-11x.
 ENUMERATION_THRESHOLD = 20_000
 METHODS = ("auto", "enumeration", "column-generation")
+#: columns a pricing call returns (the heuristic's local optima and their best swaps, the
+#: MILP's improving solutions): as many as column generation lets enter per iteration, since
+#: on the MILP-priced kinds the lower bound climbs by about one column's worth per master
+#: solve (``benchmarks/bench_pricing.py``)
+PRICING_COLUMNS = 50
 
 Progress = Callable[[int, float, float, float], None]
 
@@ -256,7 +261,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     deadline = None if time_limit is None else start + time_limit
     r = np.asarray(problem.r, dtype=float)
     try:
-        oracle = pricing_for(problem.utility, problem.k, pricing)
+        oracle = pricing_for(problem.utility, problem.k, pricing, max_columns=PRICING_COLUMNS)
     except ValueError as exc:
         raise FairschedError(str(exc)) from None
     if deadline is not None and hasattr(oracle, "deadline"):
