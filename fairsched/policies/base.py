@@ -33,8 +33,8 @@ class Policy(ABC):
     name: ClassVar[str] = "abstract"
     #: whether the policy uses the fairness floors ``r`` at all
     fair: ClassVar[bool] = True
-    #: whether the policy plays the LP optimum ``p*`` (it solves the LP in :meth:`reset`
-    #: unless :meth:`use_optimum` gave it one)
+    #: whether the policy plays the LP optimum ``p*`` (it solves the LP on its first round,
+    #: unless :meth:`use_optimum` gave it one or a restored state holds its plan)
     uses_optimum: ClassVar[bool] = False
 
     def __init__(self) -> None:
@@ -44,8 +44,8 @@ class Policy(ABC):
         self.counts = np.zeros(0, dtype=np.int64)
         self._given_optimum: Optimum | None = None
 
-    def use_optimum(self, optimum: "Optimum") -> None:
-        """Plan from this precomputed LP optimum instead of solving the LP in :meth:`reset`.
+    def use_optimum(self, optimum: Optimum) -> None:
+        """Plan from this precomputed LP optimum instead of solving the LP.
 
         Only for policies with :attr:`uses_optimum`; the optimum must be of the problem the
         policy is then reset on (its support is checked against the floors there).
@@ -70,8 +70,10 @@ class Policy(ABC):
         """The sorted ``int64`` set of workers for round ``t + 1``.
 
         ``available`` is a boolean mask of the workers that can be asked this round (all
-        when ``None``). Policies that plan a set ahead (FairCG, the LP policies) drop its
-        unavailable members; the others choose among the available workers only.
+        when ``None``). Every policy chooses among the available workers only: the LP
+        policies refill a planned set's unavailable members with the most urgent available
+        workers (:mod:`fairsched.policies.refill`); whatever unavailable member a policy
+        still returns is dropped here.
         """
         if available is None:
             return self._select(self._everyone)

@@ -1,0 +1,84 @@
+"""Playing a planned set under availability: keep its available members, refill the others by urgency.
+
+The LP policies plan a set ``S`` without looking at availability. In a round where only
+the workers of ``A`` can be asked, :func:`refill` keeps ``S ∩ A`` and replaces each missing
+member by the most urgent available worker outside ``S``. Urgency is FairDG's earliest
+deadline (Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round
+Submodular Maximization Approach", 2021, Algorithm 3, with the deadline ranking of
+``fairsched.policies.fairdg``): before round ``t`` the debt of ``u`` is
+``D_u = r_u·t − N_u(t−1)`` and its floor breaks after ``(1 − D_u)/r_u`` more rounds without
+selection; smaller first, ties to the larger debt, then the lower index; workers without a
+floor (``r_u = 0``) come last, fewest selections first.
+
+:func:`serve_urgent` is the safety net of a randomised plan: every available worker whose
+debt reached its threshold is put in the set (the most urgent ``k`` of them if there are
+more), the plan's own members filling the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairsched.policies.base import DEBT_TOLERANCE
+
+
+def urgency_keys(r: np.ndarray, debt: np.ndarray) -> np.ndarray:
+    """``(1 − D_u)/r_u``, ``inf`` for ``r_u = 0``: the rounds before ``u``'s floor breaks."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.where(r > 0, (1.0 - debt) / np.where(r > 0, r, 1.0), np.inf)
+
+
+def most_urgent(pool: np.ndarray, keys: np.ndarray, debt: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` workers of ``pool`` (indices) by (key, −debt, index), in that order.
+
+    A partition finds the ``count``-th key and only the workers at or below it are sorted, so
+    the cost is ``O(|pool|)`` plus the sort of the ties.
+    """
+    if count <= 0 or pool.size == 0:
+        return pool[:0]
+    key = keys[pool]
+    if pool.size > count:
+        kth = np.partition(key, count - 1)[count - 1]
+        keep = np.flatnonzero(key <= kth)
+        pool, key = pool[keep], key[keep]
+    order = np.lexsort((pool, -debt[pool], key))
+    return pool[order[:count]]
+
+
+def refill(planned: np.ndarray, available: np.ndarray, ranked: np.ndarray) -> np.ndarray:
+    """``planned`` (sorted, non-empty) ``∩ available`` topped up to ``|planned|`` by the first of ``ranked`` outside it (sorted).
+
+    ``ranked`` is :func:`most_urgent` of the available workers, at least ``|planned|`` of them
+    (or all): then enough of them lie outside ``planned``. Computed once per round, it serves
+    every candidate set in ``O(k)``.
+    """
+    present = available[planned]
+    if present.all():
+        return planned
+    kept = planned[present]
+    # planned is sorted: membership by binary search, O(k log k) without a sort of its own
+    where = np.minimum(np.searchsorted(planned, ranked), planned.size - 1)
+    extra = ranked[planned[where] != ranked][:planned.size - kept.size]
+    return np.sort(np.concatenate([kept, extra]))
+
+
+def serve_urgent(chosen: np.ndarray, urgent: np.ndarray, keys: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
+    """``chosen`` with every ``urgent`` worker (sorted indices) put in, at most ``k`` in all (sorted).
+
+    More than ``k`` urgent: the ``k`` most urgent. Otherwise all of them and the most urgent
+    ``k − |urgent|`` of ``chosen``'s other members.
+    """
+    if urgent.size == 0:
+        return chosen
+    if urgent.size >= k:
+        return np.sort(most_urgent(urgent, keys, debt, k))
+    rest = np.setdiff1d(chosen, urgent, assume_unique=True)
+    rest = most_urgent(rest, keys, debt, k - urgent.size)
+    return np.sort(np.concatenate([urgent, rest]))
+
+
+def behind_by(r: np.ndarray, debt: np.ndarray, t: int, deviations: float) -> np.ndarray:
+    """Mask of ``D_u >= 1 + deviations·√(t·r_u(1 − r_u))``: more than ``deviations`` standard
+    deviations of a Binomial(``t``, ``r_u``) count behind, and at least one selection."""
+    threshold = 1.0 + deviations * np.sqrt(t * r * (1.0 - r))
+    return (r > 0) & (debt >= threshold - DEBT_TOLERANCE)
