@@ -102,7 +102,7 @@ def plan_state(opt: Optimum, epsilon: float) -> dict[str, Any]:
     sizes = np.fromiter((S.size for S in opt.support), dtype=np.int64, count=len(opt.support))
     return {"epsilon": float(epsilon), "value": float(opt.value), "upper_bound": _finite(opt.upper_bound),
             "method": opt.method, "status": opt.status, "success": bool(opt.success), "message": opt.message,
-            "columns": int(opt.columns), "iterations": opt.iterations, "seconds": float(opt.seconds),
+            "columns": int(opt.columns), "iterations": opt.iterations,
             "pricing_bound": _finite(opt.pricing_bound),
             "sizes": _pack(sizes, "<i4"), "members": _pack(np.concatenate(opt.support), "<i4"),
             "probabilities": _pack(opt.probabilities, "<f8"), "fairness_price": _pack(opt.fairness_price, "<f8")}
@@ -131,7 +131,7 @@ def plan_from_state(state: dict[str, Any], problem: Problem) -> tuple[Optimum, f
                   method=str(state["method"]), support=support, probabilities=probabilities, fairness_price=price,
                   columns=int(state["columns"]), iterations=state["iterations"],
                   pricing_bound=state["pricing_bound"], status=str(state["status"]),
-                  success=bool(state["success"]), message=str(state["message"]), seconds=float(state["seconds"]))
+                  success=bool(state["success"]), message=str(state["message"]), seconds=0.0)
     return opt, epsilon
 
 
@@ -143,6 +143,9 @@ class _Planned(Policy):
     def _prepare(self) -> None:
         self._plan: Optimum | None = None
         self._epsilon = 0.0
+        given = self._given_optimum
+        if given is not None:  # refused at once, not at the first round
+            check_plan(self.problem, given.support, given.probabilities, "the given optimum")
 
     @property
     def optimum(self) -> Optimum:
