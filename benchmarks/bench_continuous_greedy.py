@@ -2,7 +2,7 @@
 
     python -m pytest benchmarks/bench_continuous_greedy.py --benchmark-only -s
 
-Targets (issue 3): the paper instance with exact gradients under 1 s; a coverage instance
+Targets: the paper instance with exact gradients under 1 s; a coverage instance
 with n = 200 and closed-form gradients under 10 s. The baseline in the same run is the same
 ascent with Monte-Carlo gradients (common random samples: 2,000 on the paper instance, 100 at
 n = 200, where 2,000 took 506 s), the only option a utility without exact or closed forms has.
@@ -52,7 +52,7 @@ def test_coverage_n200_closed_form(benchmark):
     _compare(benchmark, problem, "closed-form", "coverage n=200 k=20", 10.0, 100)
 
 
-# --- FairCG1 at scale on the accuracy utility (issue 12 item 8) ---------------------------
+# --- FairCG1 at scale on the accuracy utility ---------------------------------------------
 # Target: n = 10,000, k = 100, defaults (100 steps, 2,000 samples): setup <= 60 s CPU and
 # <= 2 GiB peak resident memory. The setup runs in a fresh interpreter so that its peak RSS
 # is its own (ru_maxrss of the child); the time is the child's CPU time (process_time),

@@ -5,7 +5,7 @@
 The naive reference is Algorithm 3 written plainly: each round it recomputes the debts in
 Python and completes ``A_t`` greedily with one oracle call ``f(S ∪ {u})`` per candidate
 per step. fairsched's FairDG computes debts with numpy and caches the greedy completion
-per distinct ``A_t``. Target (issue 2): at least 10× faster for T = 10^5.
+per distinct ``A_t``. Target: at least 10× faster for T = 10^5.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ of the replies, the scheduler's update, FedAvg's average, the history line and t
 checkpoint with its ``fsync``), with the history and checkpoint files on, ``weighting="ipw"``
 and 1 % of the nodes replaced every round (so the node lookup and the history diffs are not
 all cached). Flower's INFO log lines are switched off (console speed is not the strategy's).
-Target (issue "Embedding that a Flower user can trust"): at most 20 ms per round.
+Target: at most 20 ms per round.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ CPU time per round with everyone available and with each worker available with p
 0.9, the ratio to ``U_opt`` and the largest debt, and the size and restore time of the
 saved state (the plan is in it: a restore does not solve the LP again).
 
-Targets (issue "lp-sequenced at scale"): n = 1,000, k = 50: built in <= 30 s, 20,000 rounds at
+Targets: n = 1,000, k = 50: built in <= 30 s, 20,000 rounds at
 ratio >= 0.999 and max debt < 1; n = 10,000, k = 100: built in <= 120 s and <= 5 ms per
 round. CPU time (``time.process_time``) is asserted, as the machine is shared.
 """

@@ -7,7 +7,7 @@ workers with 400–600 examples, the rest 50–150, ``Σ r = 0.8·k``) and runs 
 on it in a subprocess, with ``--optimum auto`` (the default: U_opt within
 ``--optimum-time-limit``) and with ``--optimum none``, the baseline of the same command
 without the LP. Prints the wall time, the child's peak RSS and what the JSON says of U_opt.
-Target (issue "cross-device scale"): n = 200,000, k = 1,000, 1,000 rounds of fairdg in
+Target: n = 200,000, k = 1,000, 1,000 rounds of fairdg in
 at most 120 s and 4 GiB, with a ratio against a certified bound or ``optimum: null`` and
 the reason.
 """

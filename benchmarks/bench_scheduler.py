@@ -9,7 +9,7 @@ examples, the rest 50–150, ``Σ r = 0.8·k``). Every round a fresh random 95% 
 is available, given as a boolean mask (``select(round, available_mask=...)``); the time of
 the ``select`` call alone is recorded (``observe`` and drawing the mask are outside it),
 after ``WARMUP`` rounds, over ``ROUNDS`` rounds. Wall time and process CPU time are both
-printed: on a shared machine the CPU time is the figure to compare. Targets (issue 12):
+printed: on a shared machine the CPU time is the figure to compare. Targets:
 median and p99 at most 20 ms for fairdg, lp-sequenced and random, 50 ms for lyapunov.
 ``lp-sequenced`` needs the LP optimum of the instance first (its build time is printed).
 """
