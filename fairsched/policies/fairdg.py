@@ -39,6 +39,7 @@ import numpy as np
 from fairsched.errors import PolicyError
 from fairsched.policies.base import DEBT_TOLERANCE, Policy, count_param
 from fairsched.policies.cache import ArrayLRU, mask_digest
+from fairsched.policies.refill import most_urgent, urgency_keys
 from fairsched.submodular.lazy_greedy import lazy_greedy
 
 RANKS = ("deadline", "debt")
@@ -94,20 +95,15 @@ class FairDG(Policy):
 
     def _most_urgent(self, members: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
         """The first ``k`` of ``members`` by (deadline, −debt, index), or (−debt, index)."""
-        d = debt[members]
-        if self.rank == "deadline":
-            with np.errstate(over="ignore"):  # a subnormal floor's deadline is simply far away
-                primary = (1.0 - d) / self._r[members]
-        else:
-            primary = -d
+        if self.rank == "deadline":  # the LP policies' refill ranks the same way
+            return np.sort(most_urgent(members, urgency_keys(self._r, debt), debt, k))
+        primary = -debt[members]
         if members.size > k:
             # the k-th smallest primary key: those below are in, the tied ones are ordered fully
             kth = np.partition(primary, k - 1)[k - 1]
             keep = np.flatnonzero(primary <= kth)
-            members, d, primary = members[keep], d[keep], primary[keep]
-        keys = (primary, -d, members) if self.rank == "deadline" else (primary, members)
-        order = np.lexsort(keys[::-1])  # np.lexsort sorts by the last key first
-        return np.sort(members[order[:k]])
+            members, primary = members[keep], primary[keep]
+        return np.sort(members[np.lexsort((members, primary))[:k]])
 
     def _complete(self, behind: np.ndarray, members: np.ndarray, available: np.ndarray) -> np.ndarray:
         key = mask_digest(behind, available)
