@@ -46,6 +46,7 @@ from flwr.app import Array, ArrayRecord
 
 from fairsched.atomic import atomic_write
 from fairsched.errors import CheckpointError
+from fairsched.runtime.state import check_state_header
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "HISTORY_FORMAT", "HISTORY_VERSION", "HistoryWriter",
            "read_checkpoint", "read_history", "write_checkpoint"]
@@ -85,12 +86,10 @@ def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[
     try:
         with zipfile.ZipFile(path) as archive:
             state = json.loads(archive.read("state.json"))
-            if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-                found = state.get("format") if isinstance(state, dict) else type(state).__name__
-                raise CheckpointError(f"{path}: not a {CHECKPOINT_FORMAT} (format {found!r})")
-            if state.get("version") != CHECKPOINT_VERSION:
-                raise CheckpointError(f"{path}: {CHECKPOINT_FORMAT} version {state.get('version')!r} is not "
-                                      f"supported (this fairsched reads version {CHECKPOINT_VERSION})")
+            try:
+                check_state_header(state, CHECKPOINT_FORMAT, CHECKPOINT_VERSION)
+            except CheckpointError as exc:
+                raise CheckpointError(f"{path}: {exc}") from None
             arrays: dict[str, np.ndarray] = {}
             for name in archive.namelist():
                 if name.endswith(".npy") and not name.startswith("model/"):

@@ -44,11 +44,11 @@ def read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def check_state_header(state: Any, expected_format: str) -> None:
-    """Refuse a document that is not ``expected_format`` at :data:`STATE_VERSION`."""
+def check_state_header(state: Any, expected_format: str, version: int = STATE_VERSION) -> None:
+    """Refuse a document that is not ``expected_format`` at ``version`` (default :data:`STATE_VERSION`)."""
     if not isinstance(state, dict) or state.get("format") != expected_format:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"not a {expected_format} document (format {found!r})")
-    if state.get("version") != STATE_VERSION:
+    if state.get("version") != version:
         raise CheckpointError(f"{expected_format} version {state.get('version')!r} is not supported "
-                              f"(this fairsched reads version {STATE_VERSION})")
+                              f"(this fairsched reads version {version})")
