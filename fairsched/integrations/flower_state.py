@@ -46,7 +46,6 @@ from flwr.app import Array, ArrayRecord
 
 from fairsched.atomic import atomic_write
 from fairsched.errors import CheckpointError
-from fairsched.runtime.state import check_state_header
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "HISTORY_FORMAT", "HISTORY_VERSION", "HistoryWriter",
            "read_checkpoint", "read_history", "write_checkpoint"]
@@ -83,6 +82,9 @@ def write_checkpoint(path: str | os.PathLike[str], state: Mapping[str, Any], arr
 
 def read_checkpoint(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray], ArrayRecord | None]:
     """``(state, arrays, model)`` from a checkpoint; a damaged file is a :class:`CheckpointError`."""
+    # imported here: the ClientApp side imports this module and must not load the runtime
+    from fairsched.runtime.state import check_state_header
+
     try:
         with zipfile.ZipFile(path) as archive:
             state = json.loads(archive.read("state.json"))
