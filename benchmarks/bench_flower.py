@@ -11,7 +11,8 @@ of the replies, the scheduler's update, FedAvg's average, the history line and t
 checkpoint with its ``fsync``), with the history and checkpoint files on, ``weighting="ipw"``
 and 1 % of the nodes replaced every round (so the node lookup and the history diffs are not
 all cached). Flower's INFO log lines are switched off (console speed is not the strategy's).
-Target: at most 20 ms per round.
+Target: at most 20 ms per round (median wall time, fairsched's own work: the inner strategy's
+``configure_train`` and ``aggregate_train`` are subtracted; they are reported as ``total``).
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ def test_overhead_at_10000_workers():
           f"{result['fairsched_max_ms']:.1f} ms per round (files {result['files_median_ms']:.1f} ms; with the "
           f"inner FedAvg {result['total_median_ms']:.1f} ms); history "
           f"{result['history_bytes_per_round'] / 1e3:.1f} kB per round, checkpoint {result['checkpoint_bytes'] / 1e3:.0f} kB")
-    assert result["fairsched_cpu_median_ms"] <= TARGET_MS, result
+    # the target is wall time; on a loaded machine wall time measures the load, so CPU is checked too
+    assert result["fairsched_cpu_median_ms"] <= TARGET_MS and result["fairsched_median_ms"] <= TARGET_MS, result
 
 
 if __name__ == "__main__":
@@ -157,4 +159,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     out = measure(args.workers, args.k, args.rounds, args.churn)
     print(", ".join(f"{key} {value:.1f}" for key, value in out.items()))
-    sys.exit(0 if out["fairsched_cpu_median_ms"] <= TARGET_MS else 1)
+    sys.exit(0 if max(out["fairsched_cpu_median_ms"], out["fairsched_median_ms"]) <= TARGET_MS else 1)

@@ -5,7 +5,9 @@ For a schedule ``S_1..S_T`` on a problem with floors ``r`` (Li, Liu and Ji 2021,
 
 - time-average utility ``(1/T) Σ_t f(S_t)``, and its ratio to ``U_opt``;
 - selection fraction ``N_u(T)/T`` and fairness slack ``min_u (N_u(T)/T − r_u)``;
-- maximum debt ``max_{u, 1<=t<=T} (r_u·t − N_u(t))``; short-term fairness holds iff it is ``< 1``.
+- maximum debt ``max_{u, 1<=t<=T} (r_u·t − N_u(t))``; short-term fairness holds iff it is ``< 1``;
+- with caps ``c``, the maximum cap excess ``max_{u, t} (N_u(t) − c_u·t)``: every policy keeps it
+  ``< 1`` (:meth:`fairsched.policies.base.Policy.select`).
 
 Everything is computed in chunks of rounds, so memory does not grow with ``T``; ``f`` is
 evaluated once per distinct set in a chunk. :func:`evaluate_stream` consumes a schedule as
@@ -39,6 +41,7 @@ class Report(Result):
     """What :func:`evaluate` measures; ``optimum`` and ``ratio`` are ``None`` without ``U_opt``.
 
     ``status`` is ``"evaluated"``; ``message`` summarises ratio, slack and debt.
+    ``max_cap_excess`` is ``max_{u,t} (N_u(t) − c_u·t)`` on a problem with caps, else ``None``.
     """
 
     rounds: int
@@ -49,6 +52,7 @@ class Report(Result):
     fairness_slack: float
     max_debt: float
     worker_max_debt: np.ndarray
+    max_cap_excess: float | None = None
 
     def as_dict(self, ids: tuple[str, ...] | None = None) -> dict[str, Any]:
         """JSON-ready dict; per-worker arrays become ``{id: value}`` maps."""
@@ -145,7 +149,7 @@ def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | 
     n = problem.n
     r = np.asarray(problem.r, dtype=np.float64)
     block = max(1, CHUNK_CELLS // max(n, 1))
-    acc = _Accumulator(n)
+    acc = _Accumulator(n, problem.caps)
     for chunk in chunks:
         if isinstance(chunk, Schedule):
             if chunk.n != n:
@@ -171,6 +175,8 @@ def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | 
     ratio = None if optimum is None or optimum <= 0 else time_average / optimum
     slack, debt = float((fraction - r).min()), float(worker_max_debt.max())
     ratio_text = "n/a" if ratio is None else f"{ratio:.6f}"
+    excess = None if acc.caps is None else max(acc.cap_excess, float((acc.counts - T * acc.caps).max()))
+    cap_text = "" if excess is None else f", max cap excess {excess:.4g}"
     return Report(
         rounds=T,
         time_average_utility=time_average,
@@ -180,17 +186,21 @@ def evaluate_stream(chunks: Iterable[Chunk], problem: Problem, optimum: float | 
         fairness_slack=slack,
         max_debt=debt,
         worker_max_debt=worker_max_debt,
+        max_cap_excess=excess,
         status="evaluated",
-        message=f"{T:,} rounds: ratio {ratio_text}, fairness slack {slack:+.4g}, max debt {debt:.4g}",
+        message=f"{T:,} rounds: ratio {ratio_text}, fairness slack {slack:+.4g}, max debt {debt:.4g}{cap_text}",
         seconds=time.perf_counter() - start_time,
     )
 
 
 class _Accumulator:
-    """Running ``Σ f``, rounds, counts ``N_u`` and the largest debt seen per worker."""
+    """Running ``Σ f``, rounds, counts ``N_u``, the largest debt seen per worker and, with
+    caps, the largest cap excess ``N_u(t) − c_u·t`` (reached in a round that selects ``u``)."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, caps: np.ndarray | None = None):
         self.n = n
+        self.caps = None if caps is None else np.asarray(caps, dtype=np.float64)
+        self.cap_excess = -np.inf
         self.total = 0.0
         self.rounds = 0
         self.counts = np.zeros(n, dtype=np.int64)
@@ -201,6 +211,8 @@ class _Accumulator:
         running = self.counts + np.cumsum(masks, axis=0, dtype=np.int64)
         t = np.arange(self.rounds + 1, self.rounds + masks.shape[0] + 1, dtype=np.float64)
         np.maximum(self.worker_max_debt, (t[:, None] * r - running).max(axis=0), out=self.worker_max_debt)
+        if self.caps is not None and masks.shape[0]:
+            self.cap_excess = max(self.cap_excess, float((running - t[:, None] * self.caps).max()))
         self.counts = running[-1]
         self.rounds += masks.shape[0]
 
@@ -224,6 +236,9 @@ class _Accumulator:
         t_before = rounds[order] - 1
         debt = t_before.astype(np.float64) * r[worker] - before
         debt[t_before < 1] = -np.inf  # round 0 is not a round
+        if self.caps is not None and worker.size:
+            self.cap_excess = max(self.cap_excess,
+                                  float((before + 1 - rounds[order].astype(np.float64) * self.caps[worker]).max()))
         present = np.flatnonzero(per)
         if present.size:
             peaks = np.maximum.reduceat(debt, starts[present])

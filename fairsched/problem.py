@@ -5,6 +5,14 @@ Maximization Approach" (2021), Section III: in every round pick ``S_t`` with ``|
 so that every worker ``u`` is selected a long-run fraction ``>= r_u`` of the rounds,
 maximising the time-average utility. The floors are feasible iff ``0 <= r_u <= 1`` for all
 ``u`` and ``Σ_u r_u <= k`` (``docs/mathematics.md`` §1).
+
+Optional upper caps ``c_u`` bound each worker's long-run fraction from above (a worker may
+not be asked in more than a fraction ``c_u`` of the rounds: the analogue of Oort's
+blacklist of over-selected clients, Lai et al., "Oort: Efficient Federated Learning via
+Guided Participant Selection", OSDI 2021). With caps, rounds still select ``k`` workers, so
+the problem is feasible iff ``r_u <= c_u <= 1`` for all ``u``, ``Σ r <= k`` and
+``Σ c >= k`` (then marginals ``r <= x <= c`` with ``Σ x = k`` exist, and every such ``x``
+is a mixture of ``k``-sets).
 """
 
 from __future__ import annotations
@@ -42,6 +50,10 @@ class Problem:
     availability : array-like of float, optional
         Probability that each worker can be asked in a round (independent across workers
         and rounds); ``None`` means always available.
+    caps : array-like of float, optional
+        Maximum long-run selection fraction ``c_u`` of every worker (``r_u <= c_u <= 1``);
+        ``None`` means no cap. The LP adds ``Σ_{S ∋ u} p_S <= c_u``, and every policy keeps
+        ``N_u(t) < c_u·t + 1`` in every round (:meth:`fairsched.policies.base.Policy.select`).
 
     Raises
     ------
@@ -49,8 +61,8 @@ class Problem:
         Malformed input: ``k`` outside ``1..n``, a non-finite or negative ``r_u``, ids of
         the wrong length, repeated or invalid (:func:`is_valid_worker_id`).
     InfeasibleError
-        Well-formed but unsatisfiable floors: some ``r_u > 1`` or ``Σ r > k``; the message
-        says which and by how much.
+        Well-formed but unsatisfiable floors: some ``r_u > 1`` or ``Σ r > k``, or with caps
+        some ``r_u > c_u`` or ``Σ c < k``; the message says which and by how much.
 
     Examples
     --------
@@ -74,6 +86,7 @@ class Problem:
     name: str = ""
     rounds: int | None = None
     availability: np.ndarray | None = None
+    caps: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = int(self.utility.n)
@@ -103,6 +116,15 @@ class Problem:
                 raise InstanceError(f"entry {i} is {a[i]}, a probability must be <= 1", key="workers.availability")
             a.setflags(write=False)
             object.__setattr__(self, "availability", a)
+        if self.caps is not None:
+            c = _check_floors(self.caps, n, key="workers.cap")
+            if (c > 1 + FEASIBILITY_TOLERANCE).any():
+                i = int(np.flatnonzero(c > 1 + FEASIBILITY_TOLERANCE)[0])
+                raise InstanceError(f"entry {i} is {c[i]}, a fraction must be <= 1", key="workers.cap")
+            c = np.minimum(c, 1.0)
+            check_caps(self.r, c, self.k, self.ids)
+            c.setflags(write=False)
+            object.__setattr__(self, "caps", c)
 
     @property
     def n(self) -> int:
@@ -112,7 +134,12 @@ class Problem:
     def with_floors(self, r: Sequence[float] | np.ndarray) -> "Problem":
         """The same problem with other fairness floors ``r``."""
         return Problem(self.utility, self.k, np.asarray(r, dtype=float), self.ids, self.name, self.rounds,
-                       self.availability)
+                       self.availability, self.caps)
+
+    @property
+    def upper(self) -> np.ndarray:
+        """The caps ``c`` (all 1 without caps): the largest fraction each worker may reach."""
+        return np.ones(self.n) if self.caps is None else self.caps
 
     def index_of(self, worker_id: str) -> int:
         """Index of the worker named ``worker_id``."""
@@ -178,3 +205,18 @@ def check_feasible(r: np.ndarray, k: int, ids: Sequence[str]) -> None:
         raise InfeasibleError(
             f"infeasible: the floors sum to {total:.6g} > k = {k} "
             f"(excess {total - k:.6g}; at most k workers fit in a round)")
+
+
+def check_caps(r: np.ndarray, caps: np.ndarray, k: int, ids: Sequence[str]) -> None:
+    """Raise :class:`InfeasibleError` unless ``r_u <= c_u`` for all ``u`` and ``Σ c >= k``."""
+    below = np.flatnonzero(caps < r - FEASIBILITY_TOLERANCE)
+    if below.size:
+        u = int(below[0])
+        raise InfeasibleError(
+            f"infeasible: worker {ids[u]!r} has floor r = {r[u]:.6g} above its cap {caps[u]:.6g} "
+            f"(excess {r[u] - caps[u]:.6g})")
+    total = float(caps.sum())
+    if total < k - FEASIBILITY_TOLERANCE:
+        raise InfeasibleError(
+            f"infeasible: the caps sum to {total:.6g} < k = {k} (short by {k - total:.6g}; every round "
+            "selects k workers, so the caps must leave room for k selections per round)")

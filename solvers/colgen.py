@@ -154,7 +154,9 @@ class ColumnGenerationResult(Result):
     when it is ``"optimal"``.  ``pricing_exact`` is true when every call of ``price``
     attained its maximum (calls that stopped at a requested target, and heuristic calls, do
     not count).  ``columns`` is the number of distinct sets the master saw, ``big_m`` the
-    final penalty of the elastic phase.
+    final penalty of the elastic phase.  With caps, ``cap_price`` ν (and ``master_cap_price``)
+    are the cap rows' prices, ``fairness_price`` λ the floors' (the pricing saw ``λ − ν``) and
+    the bound is ``pricing_bound − λ·r + ν·c``; without caps they are ``None``.
     """
 
     value: float
@@ -172,6 +174,8 @@ class ColumnGenerationResult(Result):
     columns: int
     pricing_exact: bool
     big_m: float
+    cap_price: np.ndarray | None = None
+    master_cap_price: np.ndarray | None = None
 
     @property
     def absolute_gap(self) -> float:
@@ -193,14 +197,15 @@ def relative_gap(lower: float, upper: float) -> float:
 
 @dataclass
 class _Certificate:
-    """The best Lagrangian bound so far: ``bound = pricing_bound − λ·r``."""
+    """The best Lagrangian bound so far: ``bound = pricing_bound − λ·r`` (``+ ν·c`` with caps)."""
 
     bound: float = math.inf
     lam: np.ndarray | None = None
     pricing_bound: float = math.inf
+    caps: np.ndarray | None = None
 
     def offer(self, lam: np.ndarray, pricing_bound: float, r: np.ndarray) -> bool:
-        bound = float(pricing_bound) - float(lam @ r)
+        bound = float(pricing_bound) - _lp.dual_offset(lam, r, self.caps)
         if bound < self.bound:
             self.bound, self.lam, self.pricing_bound = bound, lam.copy(), float(pricing_bound)
             return True
@@ -228,9 +233,11 @@ class _Master:
     so that HiGHS's absolute tolerances are relative to the utility.
     """
 
-    def __init__(self, r: np.ndarray, scale: float, tol: float, big_m: float | None):
+    def __init__(self, r: np.ndarray, scale: float, tol: float, big_m: float | None,
+                 caps: np.ndarray | None = None):
         self.n = r.size
         self.r = r
+        self.caps = caps
         self.scale = scale
         self.h = _lp.new_highs()
         for name, value in (("primal_feasibility_tolerance", tol), ("dual_feasibility_tolerance", tol),
@@ -243,7 +250,7 @@ class _Master:
         status = self.h.passModel(
             slacks, n + 1, slacks, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
             np.full(slacks, -(big_m or 0.0)), np.zeros(slacks), r.copy()[:slacks],
-            np.append(r, 1.0), np.append(np.full(n, inf), 1.0),
+            np.append(r, 1.0), np.append(np.full(n, inf) if caps is None else caps, 1.0),
             np.arange(slacks + 1, dtype=np.int32), np.arange(slacks, dtype=np.int32), np.ones(slacks),
             np.zeros(slacks, dtype=np.int32),
         )
@@ -345,8 +352,11 @@ class _Master:
         solution = self.h.getSolution()
         col = np.asarray(solution.col_value)
         row_dual = np.asarray(solution.row_dual) * self.scale
-        # Same sign convention as solvers.lp: >= rows carry -λ_u, the equality row +μ.
-        lam = np.clip(-row_dual[: self.n], 0.0, None)
+        # Same sign convention as solvers.lp: >= rows carry -λ_u, the equality row +μ; with
+        # caps a binding cap carries +ν_u and ``lam`` is the signed π = λ − ν.
+        lam = -row_dual[: self.n]
+        if self.caps is None:
+            lam = np.clip(lam, 0.0, None)
         slacks = self.n if self.elastic else 0
         slack = np.clip(col[:slacks], 0.0, None) if self.elastic else np.zeros(self.n)
         aggregate = max(0.0, float(col[slacks])) if self.has_aggregate else 0.0
@@ -361,7 +371,8 @@ class _Master:
 class _Smoothing:
     """Wentges smoothing, self-adjusting (Pessoa et al. 2018) or with a fixed α."""
 
-    def __init__(self, smoothing: float | str):
+    def __init__(self, smoothing: float | str, caps: np.ndarray | None = None):
+        self.caps = caps
         if smoothing == "auto":
             self.auto, self.alpha = True, SMOOTHING_START
         else:
@@ -378,13 +389,17 @@ class _Smoothing:
         return 0.0 if misprices > MAX_MISPRICES or alpha <= 1e-3 else alpha
 
     def adapt(self, center: np.ndarray, out: np.ndarray, best_column: np.ndarray | None, r: np.ndarray) -> None:
-        """Move α by the sign of ``g·(λ_out − λ_in)``, ``g = 1_{S*} − r`` the subgradient at ``λ_sep``."""
+        """Move α by the sign of ``g·(λ_out − λ_in)``, ``g = 1_{S*} − r`` the subgradient at ``λ_sep``
+        (with caps ``c_u`` in place of ``r_u`` where ``λ_sep`` prices a cap)."""
         if not self.auto or best_column is None:
             return
         direction = out - center
         if not np.any(direction):
             return
-        slope = float(best_column.astype(float) @ direction - r @ direction)
+        rows = r
+        if self.caps is not None:
+            rows = np.where(self.alpha * center + (1.0 - self.alpha) * out < 0, self.caps, r)
+        slope = float(best_column.astype(float) @ direction - rows @ direction)
         if slope > 0:
             self.alpha = min(SMOOTHING_MAX, self.alpha + 0.1 * (1.0 - self.alpha))
         else:
@@ -413,8 +428,9 @@ def column_generation(
     start_probabilities: np.ndarray | None = None,
     pool_nonzeros: int = POOL_NONZEROS,
     tailing_off: tuple[int, float] | None = TAILING_OFF,
+    caps: np.ndarray | None = None,
 ) -> ColumnGenerationResult:
-    """Solve ``max Σ p_S f(S) s.t. Σ_{S∋u} p_S >= r_u, Σ p_S = 1, p >= 0`` by column generation.
+    """Solve ``max Σ p_S f(S) s.t. r_u <= Σ_{S∋u} p_S (<= c_u), Σ p_S = 1, p >= 0`` by column generation.
 
     Parameters
     ----------
@@ -424,7 +440,8 @@ def column_generation(
     r
         Fairness floors (n,).
     price
-        Pricing oracle, see :class:`PricingResult`; it is called with λ >= 0 (n,).
+        Pricing oracle, see :class:`PricingResult`; it is called with λ >= 0 (n,), or with
+        caps with the signed prices ``π = λ − ν`` (any sign).
     gap
         Stop (``"optimal"``) when ``(UB − LB) / max(|LB|, 1e-12) <= gap``; the default and
         why it is what floating point can certify: :data:`DEFAULT_GAP`.
@@ -469,6 +486,12 @@ def column_generation(
     tailing_off
         ``(window, factor)``: stop (``"tailing-off"``) when the gap is above ``factor`` times
         the gap ``window`` iterations earlier; ``None`` never.
+    caps
+        Optional upper caps ``c`` (n,), ``r <= c``: rows ``Σ_{S∋u} p_S <= c_u`` with prices
+        ``ν_u >= 0``; the bound becomes ``max_S [f(S) + π(S)] − λ·r + ν·c``
+        (:func:`fairsched.solvers.lp.dual_offset`) and ``fairness_price`` holds ``λ``,
+        ``cap_price`` ``ν``.  There is no elastic phase for caps: ``start_probabilities``
+        must meet both ``r`` and ``c``.
 
     Raises InfeasibleLPError (naming the workers whose floors stay unmet) when exact
     pricing proves the floors infeasible, SolverError when no feasible distribution is found
@@ -479,7 +502,9 @@ def column_generation(
     n = r.size
     values, columns = _check_pool(values, members, r)
     _check_options(gap, time_limit, max_iterations, max_new_columns, tailing_off)
-    smoother = _Smoothing(smoothing)
+    if caps is not None:
+        caps = _lp.check_caps(caps, r)
+    smoother = _Smoothing(smoothing, caps)
     ends = [t for t in (deadline, None if time_limit is None else start + time_limit) if t is not None]
     stop_at = min(ends) if ends else math.inf
     over_one = np.flatnonzero(r > 1 + tol)
@@ -493,7 +518,7 @@ def column_generation(
         if values.size == 0:
             raise InfeasibleLPError("the LP is infeasible: the pricing returned no column at all")
     scale = max(1e-300, float(np.abs(values).max()))
-    certificate = _Certificate()
+    certificate = _Certificate(caps=caps)
     all_exact = True
     history: list[tuple[int, float, float, int]] = []
     state = _State(values, columns, started=start)
@@ -523,7 +548,8 @@ def column_generation(
     start_feasible = False
     if start_probabilities is not None:
         weights = _check_start(start_probabilities, values.size)
-        start_feasible = bool((columns.marginals(weights) >= r - tol).all())
+        marginals = columns.marginals(weights)
+        start_feasible = bool((marginals >= r - tol).all()) and (caps is None or bool((marginals <= caps + tol).all()))
         if start_feasible:
             state.offer_start(weights, float(weights @ values))
 
@@ -548,10 +574,13 @@ def column_generation(
             status = "optimal"
         elif time.perf_counter() >= stop_at:
             status = "time-limit"
+    if caps is not None and not start_feasible:
+        raise ValueError("with caps, column generation needs start_probabilities whose marginals meet "
+                         "both the floors and the caps (there is no elastic phase for caps)")
     if status == "iteration-limit":
         penalty = float(big_m) if big_m is not None else 1e3 * max(1.0, scale)
         ceiling = float(max_big_m) if max_big_m is not None else max(penalty, 1e9 * max(1.0, scale))
-        master = _Master(r, scale, tol, None if start_feasible else penalty / scale)
+        master = _Master(r, scale, tol, None if start_feasible else penalty / scale, caps)
         if start_feasible:
             master.add_aggregate(columns.marginals(state.start_weights), state.start_value)
         if not start_feasible or columns.nnz <= pool_nonzeros:
@@ -566,7 +595,7 @@ def column_generation(
                                      max_new_columns=max_new_columns, penalty=penalty, ceiling=ceiling,
                                      value_lower_bound=value_lower_bound, tailing_off=tailing_off,
                                      record=record)
-    return _result(state, certificate, r, status, iteration, history, all_exact, master, start)
+    return _result(state, certificate, r, status, iteration, history, all_exact, master, start, caps)
 
 
 @dataclass
@@ -781,7 +810,7 @@ def _remaining(stop_at: float) -> float | None:
 
 def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
             history: list[tuple[int, float, float, int]], all_exact: bool, master: _Master | None,
-            start: float) -> ColumnGenerationResult:
+            start: float, caps: np.ndarray | None = None) -> ColumnGenerationResult:
     """Expand the best distribution into its sets and attach the certificate."""
     if state.best is None and state.start_weights is None:
         short = state.slack if state.slack is not None else r
@@ -794,12 +823,15 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
     else:
         lam = state.best.lam if state.best is not None else np.zeros(r.size)
         upper, pricing_bound = math.inf, math.inf
-    lam = lam.copy()
+    cap_price = None if caps is None else np.clip(-lam, 0.0, None)
+    lam = np.clip(lam, 0.0, None)
     lam.setflags(write=False)
-    master_lam = None
+    master_lam = master_cap_price = None
     if state.best is not None:
-        master_lam = state.best.lam.copy()
+        master_lam = np.clip(state.best.lam, 0.0, None)
         master_lam.setflags(write=False)
+        if caps is not None:
+            master_cap_price = np.clip(-state.best.lam, 0.0, None)
     probabilities.setflags(write=False)
     current_gap = relative_gap(lower, upper)
     return ColumnGenerationResult(
@@ -812,6 +844,8 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         fairness_price=lam,
         pricing_bound=pricing_bound,
         master_fairness_price=master_lam,
+        cap_price=cap_price,
+        master_cap_price=master_cap_price,
         convexity_dual=state.best.mu if state.best is not None else math.nan,
         iterations=iteration,
         history=history,

@@ -5,10 +5,11 @@ own columns ``S ⊆ A_g``::
 
     max  Σ_g w_g Σ_{j ∈ g} p_j f_j
     s.t. Σ_g w_g Σ_{j ∈ g, u ∈ S_j} p_j >= r_u   (all u)
+         Σ_g w_g Σ_{j ∈ g, u ∈ S_j} p_j <= c_u   (all u, only with caps)
          Σ_{j ∈ g} p_j = 1                        (all g),   p >= 0
 
 Solved with HiGHS through ``scipy.optimize.linprog``. Returns the value, the
-distributions and the fairness duals ``λ_u >= 0``.
+distributions and the fairness duals ``λ_u >= 0`` (and the cap duals ``ν_u >= 0``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ class GroupedLPResult(Result):
     value: float
     probabilities: np.ndarray
     fairness_price: np.ndarray
+    cap_price: np.ndarray | None = None
 
 
 def solve_grouped_distribution_lp(values: np.ndarray, members: np.ndarray, groups: np.ndarray,
-                                  weights: np.ndarray, r: np.ndarray) -> GroupedLPResult:
+                                  weights: np.ndarray, r: np.ndarray,
+                                  caps: np.ndarray | None = None) -> GroupedLPResult:
     """Solve the grouped LP of the module docstring.
 
     ``groups[j]`` is the group of column ``j`` (``0..G-1``, every group non-empty) and
@@ -55,12 +58,17 @@ def solve_grouped_distribution_lp(values: np.ndarray, members: np.ndarray, group
     column_weight = weights[groups]
     fairness = sp.csr_matrix(members.T * column_weight[None, :])
     convexity = sp.csr_matrix((np.ones(m), (groups, np.arange(m))), shape=(G, m))
-    res = linprog(-(column_weight * values), A_ub=-fairness, b_ub=-r, A_eq=convexity, b_eq=np.ones(G),
+    A_ub, b_ub = -fairness, -r
+    if caps is not None:
+        A_ub, b_ub = sp.vstack([-fairness, fairness]).tocsr(), np.concatenate([-r, np.asarray(caps, dtype=float)])
+    res = linprog(-(column_weight * values), A_ub=A_ub, b_ub=b_ub, A_eq=convexity, b_eq=np.ones(G),
                   bounds=(0, None), method="highs")
     if res.status == 2:
         raise InfeasibleLPError("the floors cannot be met under this availability")
     if res.status != 0:
         raise SolverError(f"HiGHS: {res.message}")
     return GroupedLPResult(value=float(-res.fun), probabilities=np.clip(res.x, 0, None),
-                           fairness_price=np.maximum(-res.ineqlin.marginals, 0.0), status="optimal",
+                           fairness_price=np.maximum(-res.ineqlin.marginals[:n], 0.0),
+                           cap_price=None if caps is None else np.maximum(-res.ineqlin.marginals[n:], 0.0),
+                           status="optimal",
                            message=f"HiGHS: {res.message}", seconds=time.perf_counter() - start)

@@ -1,16 +1,19 @@
 """The distribution LP over a fixed set of columns, solved with HiGHS (highspy).
 
-Primal (columns S with values f(S), fairness floors r)::
+Primal (columns S with values f(S), fairness floors r, optional caps c)::
 
     U_opt = max  sum_S p_S f(S)
-            s.t. sum_{S ∋ u} p_S >= r_u   for every worker u   (dual lambda_u >= 0)
-                 sum_S p_S = 1                                  (dual mu, free)
+            s.t. r_u <= sum_{S ∋ u} p_S <= c_u   for every worker u   (duals lambda_u, nu_u >= 0)
+                 sum_S p_S = 1                                         (dual mu, free)
                  p >= 0
 
 Dual::
 
-    min  mu - sum_u r_u lambda_u
-    s.t. mu >= f(S) + sum_{u in S} lambda_u   for every column S,   lambda >= 0
+    min  mu - sum_u r_u lambda_u + sum_u c_u nu_u
+    s.t. mu >= f(S) + sum_{u in S} (lambda_u - nu_u)   for every column S,   lambda, nu >= 0
+
+Without caps ``c_u = +inf`` and ``nu = 0``.  A worker's row is one ranged HiGHS row, whose
+signed dual is ``nu_u - lambda_u``: at most one of the two is non-zero.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ class DistributionLPResult(Result):
     ``value`` = U_opt = sum_S p_S f(S); ``probabilities`` = p (m,), non-negative and
     summing to 1; ``fairness_price`` = lambda (n,) >= 0, the marginal loss of U_opt per
     unit increase of r_u; ``convexity_dual`` = mu; ``dual_bound`` = mu - r . lambda,
-    which equals ``value`` at an optimum (strong duality).  ``seconds`` is the wall-clock
+    which equals ``value`` at an optimum (strong duality).  With caps, ``cap_price`` = nu
+    (n,) >= 0, the utility gained per unit increase of c_u, and ``dual_bound`` = mu -
+    r . lambda + c . nu; without caps it is ``None``.  ``seconds`` is the wall-clock
     time spent building and solving the model.
     """
 
@@ -50,6 +55,7 @@ class DistributionLPResult(Result):
     backend: str
     iterations: int | None
     dual_bound: float
+    cap_price: np.ndarray | None = None
 
     def support(self, tol: float = 1e-12) -> np.ndarray:
         """Return the indices of the columns with p_S > tol, in increasing order."""
@@ -64,11 +70,13 @@ def solve_distribution_lp(
     backend: Backend = "highs",
     tol: float = 1e-9,
     time_limit: float | None = None,
+    caps: np.ndarray | None = None,
 ) -> DistributionLPResult:
-    """Solve max sum_S p_S f(S) s.t. sum_{S ∋ u} p_S >= r_u, sum_S p_S = 1, p >= 0.
+    """Solve max sum_S p_S f(S) s.t. r_u <= sum_{S ∋ u} p_S (<= c_u), sum_S p_S = 1, p >= 0.
 
     ``values`` (m,) holds f(S), ``members`` (m, n) is the boolean membership matrix of
-    the columns, ``r`` (n,) the fairness floors.  ``tol`` is the primal and dual
+    the columns, ``r`` (n,) the fairness floors, ``caps`` (n,) the optional upper caps
+    (``"highs"`` backend only).  ``tol`` is the primal and dual
     feasibility tolerance given to HiGHS (at least 1e-10); ``time_limit`` is in seconds.
     Both apply to the ``"highs"`` backend only.
 
@@ -77,6 +85,8 @@ def solve_distribution_lp(
     non-optimal outcome.
     """
     if backend == "cvxpy":
+        if caps is not None:
+            raise ValueError("caps are only supported by the 'highs' backend")
         if time_limit is not None:
             raise ValueError("time_limit is only supported by the 'highs' backend")
         from .cvxpy_model import solve_with_cvxpy
@@ -91,24 +101,55 @@ def solve_distribution_lp(
 
     values, members, r = check_lp_inputs(values, members, r)
     check_floors(members, r, tol=tol)
-    return _solve_highs(values, members, r, tol=tol, time_limit=time_limit)
+    if caps is not None:
+        caps = check_caps(caps, r)
+    return _solve_highs(values, members, r, tol=tol, time_limit=time_limit, caps=caps)
+
+
+def check_caps(caps: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``caps`` as a contiguous float64 array of ``r``'s shape with ``r <= caps``, or ``ValueError``."""
+    caps = np.ascontiguousarray(caps, dtype=float)
+    if caps.shape != r.shape:
+        raise ValueError(f"caps must have shape {r.shape} (one cap per worker), got {caps.shape}")
+    if np.isnan(caps).any() or (caps < r).any():
+        u = int(np.flatnonzero(np.isnan(caps) | (caps < r))[0])
+        raise InfeasibleLPError(f"the LP is infeasible: worker {u} has cap c_{u} = {caps[u]:g} "
+                                f"below its floor r_{u} = {r[u]:g}")
+    return caps
+
+
+def dual_offset(prices: np.ndarray, r: np.ndarray, caps: np.ndarray | None) -> float:
+    """``λ·r − ν·c`` for signed prices ``π = λ − ν`` (``λ = π⁺``, ``ν = π⁻``; ``ν = 0`` without caps).
+
+    With it the Lagrangian bound of the LP with floors and caps is
+    ``max_S [f(S) + π(S)] − dual_offset(π)``: for any distribution meeting
+    ``r <= x <= c``, ``Σ p_S f(S) = Σ p_S [f(S) + π(S)] − π·x`` and ``−π·x <= −λ·r + ν·c``.
+    """
+    lam = np.clip(prices, 0.0, None)
+    offset = float(lam @ np.asarray(r, dtype=float))
+    if caps is not None:
+        offset -= float(np.clip(-prices, 0.0, None) @ np.asarray(caps, dtype=float))
+    return offset
 
 
 def lagrangian_bound(values: np.ndarray, members: np.ndarray, r: np.ndarray,
-                     lam: np.ndarray) -> tuple[float, float]:
-    """``(max_S f(S) + λ(S),  max_S f(S) + λ(S) − λ·r)`` over the given columns.
+                     lam: np.ndarray, caps: np.ndarray | None = None) -> tuple[float, float]:
+    """``(max_S f(S) + π(S),  max_S f(S) + π(S) − λ·r + ν·c)`` over the given columns.
 
-    For any ``λ >= 0`` the second number bounds the LP optimum over these columns from above
-    (weak duality with the best ``μ`` for ``λ``), whatever solver produced ``λ``: it is the
-    certificate that needs no trust in the solver's dual feasibility.  ``λ`` is clipped at 0.
+    For any prices the second number bounds the LP optimum over these columns from above
+    (weak duality with the best ``μ``), whatever solver produced them: it is the certificate
+    that needs no trust in the solver's dual feasibility.  Without ``caps``, ``lam`` is λ,
+    clipped at 0; with caps it is the signed ``π = λ − ν`` (:func:`dual_offset`).
     """
-    lam = np.clip(np.asarray(lam, dtype=float), 0.0, None)
+    lam = np.asarray(lam, dtype=float)
+    if caps is None:
+        lam = np.clip(lam, 0.0, None)
     values = np.asarray(values, dtype=float)
     best = -np.inf
     rows = max(1, (1 << 24) // max(1, members.shape[1]))
     for lo in range(0, values.size, rows):  # bounded temporaries for a million columns
         best = max(best, float((values[lo: lo + rows] + members[lo: lo + rows] @ lam).max(initial=-np.inf)))
-    return best, best - float(lam @ np.asarray(r, dtype=float))
+    return best, best - dual_offset(lam, r, caps)
 
 
 def check_lp_inputs(
@@ -183,18 +224,22 @@ def make_result(
     backend: str,
     iterations: int | None,
     seconds: float,
+    caps: np.ndarray | None = None,
 ) -> DistributionLPResult:
     """Clean raw solver output into a DistributionLPResult.
 
     Tiny negative probabilities and duals (solver round-off) are clipped to 0 and p is
-    renormalised, so ``value`` is recomputed as values . p.
+    renormalised, so ``value`` is recomputed as values . p.  With ``caps``,
+    ``fairness_price`` is the signed ``λ − ν`` and is split into its two parts.
     """
     p = np.clip(np.asarray(primal, dtype=float), 0.0, None)
     total = p.sum()
     if not total > 0:
         raise SolverError(f"{backend} returned a primal solution that sums to {total}")
     p /= total
-    lam = np.clip(np.asarray(fairness_price, dtype=float), 0.0, None)
+    signed = np.asarray(fairness_price, dtype=float)
+    lam = np.clip(signed, 0.0, None)
+    nu = None if caps is None else np.clip(-signed, 0.0, None)
     mu = float(convexity_dual)
     p.setflags(write=False)
     lam.setflags(write=False)
@@ -205,7 +250,8 @@ def make_result(
         convexity_dual=mu,
         backend=backend,
         iterations=iterations,
-        dual_bound=mu - float(r @ lam),
+        dual_bound=mu - dual_offset(signed if caps is not None else lam, r, caps),
+        cap_price=nu,
         status=status,
         success=status == "optimal",
         message=f"{backend}: {status}, value {float(values @ p):.10g}",
@@ -236,6 +282,7 @@ def _solve_highs(
     *,
     tol: float,
     time_limit: float | None,
+    caps: np.ndarray | None = None,
 ) -> DistributionLPResult:
     start_time = time.perf_counter()
     m, n = members.shape
@@ -276,7 +323,7 @@ def _solve_highs(
         np.zeros(m),
         np.full(m, inf),
         np.append(r, 1.0),
-        np.append(np.full(n, inf), 1.0),
+        np.append(np.full(n, inf) if caps is None else caps, 1.0),
         col_start,
         row_index,
         np.ones(row_index.size),
@@ -309,8 +356,8 @@ def _solve_highs(
         for c in (info.simplex_iteration_count, info.ipm_iteration_count, info.crossover_iteration_count)
     )
     # HiGHS reports row duals as d(objective)/d(row bound) in the model's own sense:
-    # raising r_u lowers the maximum, so the >= rows carry -lambda_u; the equality row
-    # carries +mu.
+    # raising r_u lowers the maximum, so the >= rows carry -lambda_u (a binding cap carries
+    # +nu_u); the equality row carries +mu.
     return make_result(
         values=values,
         r=r,
@@ -321,4 +368,5 @@ def _solve_highs(
         backend="highs",
         iterations=iterations,
         seconds=time.perf_counter() - start_time,
+        caps=caps,
     )

@@ -523,3 +523,25 @@ def test_the_history_is_cut_back_to_the_checkpoint_and_bad_checkpoints_are_refus
     other, _ = _strategy(tmp_path, resume=True, overcommit=1)
     with pytest.raises(CheckpointError, match="overcommit = 0, this strategy 1"):
         other.restore(ckpt)
+
+
+def test_caps_bound_how_often_a_node_trains(tmp_path):
+    """A problem with caps: the two largest clients may train in at most 30% of the rounds.
+    Without caps FairDG asks them nearly every round; with caps no node's count ever exceeds
+    ``c·t + 1``, and an over-committed backup is never a capped node."""
+    sizes = [10, 20, 30, 200, 400]
+    caps = np.array([1.0, 1.0, 1.0, 0.3, 0.3])
+    capped = Problem(AccuracyUtility(sizes), k=2, r=np.full(5, 0.1), ids=[str(i) for i in range(5)], caps=caps)
+    strategy = FairschedStrategy(Scheduler(capped, "fairdg", count="served"),
+                                 node_to_worker=lambda v: str(v - NODE0), min_available_nodes=1, overcommit=1,
+                                 history_path=tmp_path / "h.jsonl")
+    grid = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    play(strategy, grid, 1, 60, ArrayRecord([np.zeros(2)]))
+    served = np.zeros(5)
+    for t, line in enumerate(strategy.history, start=1):
+        for w in line["backups"]:
+            assert served[int(w)] < caps[int(w)] * t  # not at its cap when asked
+        for w in line["served"]:
+            served[int(w)] += 1
+        assert (served - caps * t < 1).all(), (t, served)
+    assert served[3] + served[4] >= 0.55 * 60 - 2  # the caps bind: both big ones near 0.3

@@ -220,3 +220,40 @@ def test_time_limited_milp_keeps_a_certified_bound(kind: str) -> None:
     utility = make_utility(kind, n, rng)
     oracle = EXACT_KINDS[kind](utility, k, time_budget=1e-6)
     check(oracle, utility, k, random_lam(n, rng, 1.0), must_be_exact=False)
+
+
+def signed_lam(n: int, rng: np.random.Generator, scale: float) -> np.ndarray:
+    """Prices of both signs: ``λ − ν`` of a master with floors and caps."""
+    return random_lam(n, rng, scale) - random_lam(n, rng, scale)
+
+
+@SETTINGS
+@given(kind=st.sampled_from(MIXABLE + ("mixture",)), n=st.integers(1, 9), data=st.data(),
+       seed=st.integers(0, 2**32 - 1))
+def test_pricing_with_cap_prices_of_either_sign(kind: str, n: int, data, seed: int) -> None:
+    """With caps the pricing sees ``λ − ν``, negative where a cap binds: every exact oracle
+    must still attain the maximum, and every bound (greedy's included, which needs ``f + λ``
+    monotone) must still hold."""
+    k = data.draw(st.integers(1, n), label="k")
+    rng = np.random.default_rng(seed)
+    if kind == "mixture":
+        utility = Mixture([make_utility(kind, n, rng) for kind in ("coverage", "accuracy")], [1.0, 0.5])
+    else:
+        utility = make_utility(kind, n, rng)
+    structured = pricing_for(utility, k, enumeration_limit=0)
+    for scale in (0.05, 1.0):
+        lam = signed_lam(n, rng, scale)
+        check(structured, utility, k, lam, must_be_exact=kind != "accuracy")
+        check(GreedyPricing(utility, k), utility, k, lam, must_be_exact=False)
+
+
+def test_greedy_bound_under_negative_prices_regression() -> None:
+    """Found by a search: greedy pricing's chain bound computed on ``f + λ`` with negative
+    entries certified 13.029 while the maximum is 13.321; it must bound through ``f + λ⁺``."""
+    rng = np.random.default_rng(2160)
+    n = int(rng.integers(2, 10))
+    k = int(rng.integers(1, n + 1))
+    utility = make_utility("coverage", n, rng)
+    lam = signed_lam(n, rng, 1.0)
+    assert (n, k) == (5, 3) and (lam < 0).any()
+    check(GreedyPricing(utility, k), utility, k, lam, must_be_exact=False)

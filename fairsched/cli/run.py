@@ -146,6 +146,8 @@ def run_command(args: argparse.Namespace, output: Output) -> int:
         "selection_fraction": report.as_dict(problem.ids)["selection_fraction"],
         "fairness_slack": report.fairness_slack, "max_debt": report.max_debt, "seconds": seconds,
     }
+    if report.max_cap_excess is not None:
+        data["max_cap_excess"] = report.max_cap_excess
     extra = policy.diagnostics(u_opt)
     if "fractional_point" in extra:
         extra["fractional_point"] = {w: float(y) for w, y in zip(problem.ids, extra["fractional_point"])}
@@ -454,7 +456,8 @@ def _text(problem: Problem, name: str, instance: str, rounds: int, seed: int, se
     if yardstick.upper_bound is not None and yardstick.reason is not None:
         lines.append(f"ratio to the certified upper bound {report.time_average_utility / yardstick.upper_bound:.6f} "
                      "(a certified lower bound on the ratio to U_opt)")
-    lines.append(f"fairness slack {report.fairness_slack:+.4f}   max debt {report.max_debt:.4f}")
+    caps = "" if report.max_cap_excess is None else f"   max cap excess {report.max_cap_excess:.4f}"
+    lines.append(f"fairness slack {report.fairness_slack:+.4f}   max debt {report.max_debt:.4f}{caps}")
     fraction = report.selection_fraction
     below = fraction < problem.r - 1e-12
     if problem.n <= WORKER_TABLE_LIMIT:

@@ -9,6 +9,7 @@ The schema (the README's "Instance files" section documents every key)::
     ids = ["a", "b", "c"]     # optional; default "0".."n-1"
     r = [0.2, 0.2, 0.5]       # or: r_base = [...] and beta = 0.42 (r = beta * r_base)
     availability = [1, 0.5, 0.9]  # optional: P(worker can be asked in a round)
+    cap = [1, 0.6, 0.8]       # optional: maximum fraction of rounds (r <= cap <= 1)
     [utility]
     kind = "accuracy"         # plus the keys of that kind (see fairsched.utilities)
 
@@ -32,7 +33,7 @@ from fairsched.problem import Problem, check_worker_ids
 from fairsched.utilities import utility_from_config
 
 TOP_KEYS = {"name", "k", "rounds", "workers", "utility"}
-WORKER_KEYS = {"ids", "r", "r_base", "beta", "availability"}
+WORKER_KEYS = {"ids", "r", "r_base", "beta", "availability", "cap"}
 
 
 def read_instance_bytes(instance: str | os.PathLike[str]) -> bytes:
@@ -128,7 +129,10 @@ def _build(table: dict[str, Any], beta: float | None) -> Problem:
     availability = workers.get("availability")
     if availability is not None:
         availability = np.asarray(_numbers(availability, "workers.availability"), dtype=float)
-    return Problem(utility, k, np.asarray(r, dtype=float), tuple(ids), name, rounds, availability)
+    caps = workers.get("cap")
+    if caps is not None:
+        caps = np.asarray(_numbers(caps, "workers.cap"), dtype=float)
+    return Problem(utility, k, np.asarray(r, dtype=float), tuple(ids), name, rounds, availability, caps)
 
 
 def _floors(workers: dict[str, Any], beta: float | None) -> list[float]:
@@ -182,6 +186,8 @@ def problem_to_table(problem: Problem) -> dict[str, Any]:
     table["workers"] = {"ids": list(problem.ids), "r": [float(x) for x in problem.r]}
     if problem.availability is not None:
         table["workers"]["availability"] = [float(a) for a in problem.availability]
+    if problem.caps is not None:
+        table["workers"]["cap"] = [float(c) for c in problem.caps]
     table["utility"] = problem.utility.to_config()
     return table
 

@@ -494,10 +494,10 @@ class FairschedStrategy(Strategy):
             self.engine.leave(gone)
 
     def _backups(self, available: np.ndarray, selected: np.ndarray) -> np.ndarray:
-        """The ``overcommit`` available, unselected workers with the largest debt (sorted)."""
+        """The ``overcommit`` available, unselected workers under their caps with the largest debt (sorted)."""
         if not self.overcommit:
             return np.empty(0, dtype=np.int64)
-        candidates = available & ~self.engine.departed
+        candidates = available & ~self.engine.departed & ~self.engine.policy.capped()
         candidates[selected] = False
         m = min(self.overcommit, int(candidates.sum()))
         if m == 0:

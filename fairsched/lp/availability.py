@@ -2,7 +2,7 @@
 
     max Σ_A q(A) Σ_{S ⊆ A} p(S|A) f(S)  s.t.  Σ_A q(A) Σ_{S ∋ u} p(S|A) >= r_u,  Σ_S p(S|A) = 1
 
-over the availability patterns ``A`` with probabilities ``q(A)`` (one convexity row per
+(with caps also ``Σ_A q(A) Σ_{S ∋ u} p(S|A) <= c_u``) over the availability patterns ``A`` with probabilities ``q(A)`` (one convexity row per
 pattern, :func:`fairsched.solvers.solve_grouped_distribution_lp`).
 """
 
@@ -72,7 +72,8 @@ def availability_optimum(problem: Problem, availability: Availability, max_colum
     members = np.concatenate(blocks)
     values = problem.utility.values(members)
     try:
-        result = solve_grouped_distribution_lp(values, members, np.concatenate(groups), weights, problem.r)
+        result = solve_grouped_distribution_lp(values, members, np.concatenate(groups), weights, problem.r,
+                                               caps=problem.caps)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible under availability: {exc}") from None
     overall = result.probabilities * weights[np.concatenate(groups)]
@@ -89,6 +90,7 @@ def availability_optimum(problem: Problem, availability: Availability, max_colum
         support=[np.flatnonzero(row) for row in sets],
         probabilities=mass[keep] / mass[keep].sum(),
         fairness_price=np.asarray(result.fairness_price, dtype=float),
+        cap_price=result.cap_price,
         columns=int(members.shape[0]),
         status="optimal",
         message=f"availability LP over {patterns.shape[0]:,} patterns and {members.shape[0]:,} columns",

@@ -37,6 +37,10 @@ class Optimum(Result):
     of them for enumeration, the generated pool otherwise); ``iterations`` the
     column-generation iterations (``None`` for enumeration).
 
+    With caps (``problem.caps``) the LP also has ``Σ_{S∋u} p_S <= c_u``: ``cap_price`` is ν,
+    the utility gained per unit of ``c_u`` (``None`` without caps), the pricing maximises
+    ``f(S) + λ(S) − ν(S)`` and the bound is ``pricing_bound − λ·r + ν·c``.
+
     ``status`` is ``"optimal"`` exactly when the certified gap is at most the requested one
     (then ``success`` is true), otherwise why the computation stopped: ``"time-limit"``,
     ``"iteration-limit"``, ``"tailing-off"`` (the gap stopped shrinking) or ``"stalled"`` (no
@@ -54,6 +58,7 @@ class Optimum(Result):
     iterations: int | None = None
     pricing_bound: float | None = None
     master_fairness_price: np.ndarray | None = None
+    cap_price: np.ndarray | None = None
 
     @property
     def gap(self) -> float:
@@ -96,6 +101,8 @@ class Optimum(Result):
                 for S, p in zip(self.support, self.probabilities)
             ],
             "fairness_price": dict(zip(problem.ids, np.asarray(self.fairness_price, dtype=float).tolist())),
+            **({} if self.cap_price is None else
+               {"cap_price": dict(zip(problem.ids, np.asarray(self.cap_price, dtype=float).tolist()))}),
             "seconds": self.seconds,
         }
 

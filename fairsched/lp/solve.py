@@ -2,7 +2,7 @@
 
     U_opt = max Σ_S p_S f(S)  s.t.  Σ_{S ∋ u} p_S >= r_u,  Σ_S p_S = 1,  p >= 0
 
-over stationary randomised policies (Li, Liu and Ji, "Federated Learning with Fair Worker
+(with caps also ``Σ_{S ∋ u} p_S <= c_u``, priced by ``ν_u >= 0``) over stationary randomised policies (Li, Liu and Ji, "Federated Learning with Fair Worker
 Selection: A Multi-Round Submodular Maximization Approach", 2021, Problem (5)). For a
 monotone ``f`` the columns can be restricted to the ``C(n, k)`` sets of size exactly ``k``. The dual prices
 ``λ_u >= 0`` of the fairness rows are the utility lost per unit of ``r_u``.
@@ -151,6 +151,8 @@ def optimum(problem: Problem, *, method: str = "auto", gap: float = DEFAULT_GAP,
         raise FairschedError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if backend not in ("highs", "cvxpy"):
         raise FairschedError(f"unknown backend {backend!r}; expected 'highs' or 'cvxpy'")
+    if backend == "cvxpy" and problem.caps is not None:
+        raise FairschedError("the cvxpy backend does not take caps; use backend='highs'")
     if not (math.isfinite(gap) and gap >= 0):
         raise FairschedError(f"gap must be a number >= 0, got {gap}")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
@@ -181,6 +183,7 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
         raise TooLargeError(str(exc)) from None
     values = problem.utility.values(members)
     r = np.asarray(problem.r, dtype=float)
+    caps = problem.caps
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
     if remaining is not None and remaining <= 0:  # building the columns used up the budget
         try:
@@ -189,7 +192,7 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
             raise InfeasibleError(f"infeasible: {exc}") from None
         return _enumeration_at_time_limit(problem, values, members, r, start, gap)
     try:
-        result = solve_distribution_lp(values, members, r, backend=backend, time_limit=remaining)
+        result = solve_distribution_lp(values, members, r, backend=backend, time_limit=remaining, caps=caps)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
     except LPTimeLimitError:
@@ -197,7 +200,8 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
     except SolverError as exc:
         raise SolverFailedError(f"the enumeration LP was not solved: {exc}") from None
     lam = np.clip(np.asarray(result.fairness_price, dtype=float), 0.0, None)
-    pricing_bound, upper = lagrangian_bound(values, members, r, lam)
+    nu = None if caps is None else np.asarray(result.cap_price, dtype=float)
+    pricing_bound, upper = lagrangian_bound(values, members, r, lam if nu is None else lam - nu, caps)
     value = float(result.value)
     keep = result.support()
     order = keep[np.argsort(-result.probabilities[keep], kind="stable")]
@@ -221,6 +225,7 @@ def _enumerate(problem: Problem, backend: str, max_columns: int, time_limit: flo
         seconds=time.perf_counter() - start,
         pricing_bound=pricing_bound,
         master_fairness_price=lam,
+        cap_price=nu,
     )
 
 
@@ -228,7 +233,7 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
                                start: float, gap: float) -> Optimum:
     """The LP stopped at the time limit: the starting distribution of column generation as the
     value, and the Lagrangian bound at ``λ = 0`` (``max_S f(S)``) over every column."""
-    pool = initial_pool(problem.utility, problem.k, r)
+    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps)
     lam = np.zeros(problem.n)
     pricing_bound, upper = lagrangian_bound(values, members, r, lam)
     value = pool.value()
@@ -252,6 +257,7 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
                  f"upper bound {max(upper, value):.10g} (max f), relative gap {certified:.2g}"),
         seconds=time.perf_counter() - start,
         pricing_bound=pricing_bound,
+        cap_price=None if problem.caps is None else np.zeros(problem.n),
     )
 
 
@@ -271,14 +277,14 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # into the certified bound, so it is kept below the requested gap.
         oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
     # the search for a better starting sample is optional: at most a quarter of the budget
-    pool = initial_pool(problem.utility, problem.k, r,
+    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps,
                         deadline=None if time_limit is None else start + 0.25 * time_limit)
     guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses,
                                    heuristic=getattr(oracle, "heuristic", None),
-                                   start_probabilities=pool.probabilities)
+                                   start_probabilities=pool.probabilities, caps=problem.caps)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
     except SolverError as exc:
@@ -306,4 +312,5 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         pricing_bound=float(result.pricing_bound),
         master_fairness_price=(None if result.master_fairness_price is None
                                else np.asarray(result.master_fairness_price, dtype=float)),
+        cap_price=result.cap_price,
     )

@@ -61,6 +61,7 @@ class Policy(ABC):
         self.t = 0
         self.counts = np.zeros(problem.n, dtype=np.int64)
         self._everyone = np.ones(problem.n, dtype=bool)
+        self._caps = None if problem.caps is None else np.asarray(problem.caps, dtype=float)
         self._prepare()
 
     def _prepare(self) -> None:
@@ -74,14 +75,34 @@ class Policy(ABC):
         policies refill a planned set's unavailable members with the most urgent available
         workers (:mod:`fairsched.policies.refill`); whatever unavailable member a policy
         still returns is dropped here.
+
+        **Caps** (``problem.caps``): a worker with ``N_u(t) >= c_u·(t + 1)`` is treated as
+        unavailable for round ``t + 1`` (:meth:`capped`), so ``N_u(t) < c_u·t + 1`` after every
+        round ``t``, for every policy: the cap excess ``N_u(t) − c_u·t`` stays below 1. A worker
+        in debt is never capped (``N_u(t) < r_u·(t + 1) <= c_u·(t + 1)``), so the caps take
+        nothing from the floors; a round selects fewer than ``k`` workers only when fewer
+        than ``k`` are both available and under their caps.
         """
         if available is None:
-            return self._select(self._everyone)
-        mask = np.asarray(available, dtype=bool)
-        if mask.shape != (self.problem.n,):
-            raise ValueError(f"available must be a boolean mask of length {self.problem.n}, got shape {mask.shape}")
+            if self._caps is None:
+                return self._select(self._everyone)
+            mask = ~self.capped()
+        else:
+            mask = np.asarray(available, dtype=bool)
+            if mask.shape != (self.problem.n,):
+                raise ValueError(f"available must be a boolean mask of length {self.problem.n}, "
+                                 f"got shape {mask.shape}")
+            if self._caps is not None:
+                mask = mask & ~self.capped()
         chosen = self._select(mask)
         return chosen[mask[chosen]]
+
+    def capped(self) -> np.ndarray:
+        """Boolean mask of the workers at their cap for round ``t + 1``: ``N_u(t) >= c_u·(t + 1)``
+        (none without caps)."""
+        if self._caps is None:
+            return np.zeros(self.problem.n, dtype=bool)
+        return self.counts >= self._caps * (self.t + 1) - DEBT_TOLERANCE
 
     @abstractmethod
     def _select(self, available: np.ndarray) -> np.ndarray:

@@ -4,7 +4,8 @@ Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round Su
 Maximization Approach" (2021), Section IV, state the properties of FairCG1 and FairCG2
 (Theorems 1–4); the steps below are our **[reconstruction]** with those properties
 (``docs/mathematics.md`` §6), as the algorithms' steps were not available to us. With ``F``
-the multilinear extension of ``f``, ``P_r = {x ∈ [0,1]^n : Σx <= k, x >= r}`` and ``δ = 1/steps``:
+the multilinear extension of ``f``, ``P_r = {x ∈ [0,1]^n : Σx <= k, x >= r}`` (with caps
+also ``x <= c``, and ``c`` in place of 1 below) and ``δ = 1/steps``:
 
 - **FairCG1**: ``y(0) = 0``; each step ``v = argmax_{v ∈ P_r} <∇F(y), v>``, ``y += δ·v``.
   ``y(1)`` averages points of ``P_r`` so it lies in ``P_r``; intermediate points need not.
@@ -181,8 +182,8 @@ class _ContinuousGreedy(Policy):
             y = y + delta * self._direction(gradient, r, k)
             if path is not None:
                 path.append(y.copy())
-        # Floating-point sums can leave y a hair outside [r, 1]; rounding needs [0, 1].
-        y = np.clip(y, r, 1.0)
+        # Floating-point sums can leave y a hair outside [r, c]; rounding needs [0, 1].
+        y = np.clip(y, r, self.problem.upper)
         final = oracle(y)
         return ContinuousGreedyResult(
             y=y, value=final.value, value_stderr=final.value_stderr,
@@ -221,7 +222,7 @@ class _ContinuousGreedy(Policy):
             z *= budget / mass
         elif mass < budget and self._order.size:
             order = self._order[rest[self._order]]
-            caps = 1.0 - z[order]
+            caps = self.problem.upper[order] - z[order]
             spent_before = np.cumsum(caps) - caps
             z[order] += np.clip(budget - mass - spent_before, 0.0, caps)
         np.clip(z, 0.0, 1.0, out=z)
@@ -262,7 +263,7 @@ class FairCG1(_ContinuousGreedy):
     start_at_floor = False
 
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
-        return r + fill_budget(gradient, 1.0 - r, k - r.sum())
+        return r + fill_budget(gradient, self.problem.upper - r, k - r.sum())
 
     def lower_bound(self, u_opt: float) -> float:
         """``(1 − (1 − δ)^{1/δ})·U_opt`` with ``δ = 1/steps``."""
@@ -276,7 +277,7 @@ class FairCG2(_ContinuousGreedy):
     start_at_floor = True
 
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
-        return fill_budget(gradient, 1.0 - r, k - r.sum())
+        return fill_budget(gradient, self.problem.upper - r, k - r.sum())
 
     def lower_bound(self, u_opt: float) -> float:
         """``max(F(r), e^{-1}·F(r) + (1 − e^{-1})·(U_opt − <∇F(r), r>))``."""

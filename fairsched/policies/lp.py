@@ -63,7 +63,8 @@ def plan_for(problem: Problem, given: Optimum | None) -> Optimum:
 
 
 def check_plan(problem: Problem, support: list[np.ndarray], probabilities: np.ndarray, what: str) -> None:
-    """A :class:`PolicyError` unless the sets fit ``problem`` and their marginals meet its floors."""
+    """A :class:`PolicyError` unless the sets fit ``problem`` and their marginals meet its floors
+    (and stay within its caps)."""
     n, k = problem.n, problem.k
     if len(support) != len(probabilities) or not len(support):
         raise PolicyError(f"{what} has {len(support)} sets and {len(probabilities)} probabilities")
@@ -75,6 +76,12 @@ def check_plan(problem: Problem, support: list[np.ndarray], probabilities: np.nd
         u = int(short[0])
         raise PolicyError(f"{what} does not meet this problem's floors: worker {problem.ids[u]!r} "
                           f"gets {marginal[u]:.6g} < r = {problem.r[u]:.6g}")
+    if problem.caps is not None:
+        over = np.flatnonzero(marginal > problem.caps + 1e-7)
+        if over.size:
+            u = int(over[0])
+            raise PolicyError(f"{what} exceeds this problem's caps: worker {problem.ids[u]!r} "
+                              f"gets {marginal[u]:.6g} > c = {problem.caps[u]:.6g}")
 
 
 def _marginals(support: list[np.ndarray], probabilities: np.ndarray, n: int) -> np.ndarray:
@@ -122,7 +129,7 @@ def plan_from_state(state: dict[str, Any], problem: Problem) -> tuple[Optimum, f
     support = np.split(members, np.cumsum(sizes)[:-1])
     epsilon = float(state["epsilon"])
     try:
-        floors = problem.with_floors(np.minimum(problem.r + epsilon, 1.0)) if epsilon else problem
+        floors = problem.with_floors(np.minimum(problem.r + epsilon, problem.upper)) if epsilon else problem
         check_plan(floors, support, probabilities, "the stored LP plan")
     except FairschedError as exc:
         raise ValueError(str(exc)) from None
@@ -318,7 +325,7 @@ class LPSequenced(_Planned):
         room = (k - r.sum()) / r.size
         epsilon = min(self.margin, max(room, 0.0))
         while epsilon > 1e-6:
-            raised = np.minimum(r + epsilon, 1.0)
+            raised = np.minimum(r + epsilon, self.problem.upper)
             candidate = optimum(replace(self.problem.with_floors(raised), availability=None))
             if candidate.value >= (1 - self.loss) * exact.value:
                 return epsilon, candidate

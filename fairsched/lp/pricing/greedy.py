@@ -110,6 +110,10 @@ class GreedyPricing(PricingOracle):
 
     def price(self, lam: np.ndarray) -> PricingResult:
         chosen, value, bound = greedy_chain(self.utility, self.k, lam, self.certified)
+        if math.isfinite(bound) and (lam < 0).any():
+            # The chain bounds need f + λ monotone, which negative (cap) prices break; f + λ⁺
+            # is monotone and at least f + λ everywhere, so its bound still holds.
+            bound = greedy_chain(self.utility, self.k, np.clip(lam, 0.0, None), self.certified)[2]
         scale = max(1.0, abs(value))
         starts = [chosen]
         if self._archive:

@@ -170,14 +170,17 @@ def column_values(utility: SetFunction, columns: Columns) -> np.ndarray:
     return out
 
 
-def starting_point(utility: SetFunction, k: int, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def starting_point(utility: SetFunction, k: int, r: np.ndarray,
+                   caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(greedy set, inclusion probabilities ``x``, layout order) of the starting sample.
 
-    ``x = r`` plus the spare ``k − Σ r`` given, up to 1 each, to the greedy workers first and
-    then to the others by decreasing ``f({u})`` (``= utility.gains(∅)``, since ``f(∅) = 0``).
+    ``x = r`` plus the spare ``k − Σ r`` given, up to the cap ``c_u`` (default 1) each, to the
+    greedy workers first and then to the others by decreasing ``f({u})`` (``= utility.gains(∅)``,
+    since ``f(∅) = 0``); so ``r <= x <= c`` and ``Σ x = k`` whenever ``Σ c >= k``.
     """
     n = utility.n
     r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
+    upper = np.ones(n) if caps is None else np.clip(np.asarray(caps, dtype=float), r, 1.0)
     if type(utility) is AccuracyUtility:
         # f(S) = g(L(S)) with g increasing: every greedy step takes the largest size left, so
         # the greedy set is the k largest sizes (O(n log n), not k gains passes of O(n))
@@ -189,7 +192,7 @@ def starting_point(utility: SetFunction, k: int, r: np.ndarray) -> tuple[np.ndar
     in_greedy = np.zeros(n, dtype=bool)
     in_greedy[greedy] = True
     priority = np.concatenate([rank[in_greedy[rank]], rank[~in_greedy[rank]]])
-    room = (1.0 - r)[priority]
+    room = (upper - r)[priority]
     spare = max(0.0, k - float(r.sum()))
     # fill in priority order: each takes min(room, what is left), vectorised by cumulative sums
     before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
@@ -199,7 +202,7 @@ def starting_point(utility: SetFunction, k: int, r: np.ndarray) -> tuple[np.ndar
 
 
 def initial_pool(utility: SetFunction, k: int, r: np.ndarray, *, work: int = SPLIT_WORK,
-                 deadline: float | None = None) -> StartingPool:
+                 deadline: float | None = None, caps: np.ndarray | None = None) -> StartingPool:
     """Greedy set plus the best systematic sample of :func:`starting_point`, weighted to meet ``r``.
 
     The plain sample and antithetic ones (``split`` of :func:`systematic_columns`) at a grid
@@ -207,10 +210,11 @@ def initial_pool(utility: SetFunction, k: int, r: np.ndarray, *, work: int = SPL
     ``work`` caps the set members evaluated in that search (about ``work / (n·k)`` samples),
     and the search is skipped or cut short at ``deadline`` (a ``time.perf_counter()`` value):
     only the greedy set and the plain sample, ``O(n·k)``, are always built, since without
-    them there is no feasible distribution to report.
+    them there is no feasible distribution to report.  With ``caps`` the sample's marginals
+    also stay below them (:func:`starting_point`).
     """
     n = utility.n
-    greedy, x, rank = starting_point(utility, k, r)
+    greedy, x, rank = starting_point(utility, k, r, caps)
     # Sampling in order of singleton value: consecutive workers are alike, so every sample
     # draws one worker from each stratum of alike ones and the samples are balanced.
     sampled, weights = systematic_columns(x, k, order=rank)
