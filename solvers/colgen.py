@@ -341,7 +341,7 @@ class _Master:
 
     def solve(self, time_limit: float | None) -> _MasterSolution:
         """The master optimum; ``_MasterTimeLimit`` when HiGHS stops at ``time_limit``."""
-        _lp.set_option(self.h, "time_limit", float(time_limit) if time_limit is not None else highspy.kHighsInf)
+        _lp.set_time_limit(self.h, time_limit)
         run_status = self.h.run()
         model_status = self.h.getModelStatus()
         if model_status == highspy.HighsModelStatus.kTimeLimit:

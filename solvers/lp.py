@@ -275,6 +275,21 @@ def set_option(h: highspy.Highs, name: str, value: object) -> None:
         raise ValueError(f"HiGHS rejected option {name} = {value!r}")
 
 
+def set_time_limit(h: highspy.Highs, seconds: float | None) -> None:
+    """Give HiGHS ``seconds`` more for its next ``run`` (``None``: no limit).
+
+    HiGHS compares its ``time_limit`` option with the run time the object has accumulated over
+    **all** its ``run`` calls (``getRunTime``), not with the time of the current call, so a
+    model solved again and again (a master LP, a pricing MILP) must be given the accumulated
+    time plus the budget; otherwise it stops at once, as "time limit reached", as soon as its
+    past runs add up to the budget.
+    """
+    if seconds is None or not np.isfinite(seconds):
+        set_option(h, "time_limit", highspy.kHighsInf)
+    else:
+        set_option(h, "time_limit", float(h.getRunTime()) + max(1e-3, float(seconds)))
+
+
 def _solve_highs(
     values: np.ndarray,
     members: np.ndarray,

@@ -23,7 +23,14 @@ from fairsched.availability import Availability
 from fairsched.errors import InfeasibleError, InstanceError
 from fairsched.policies.registry import POLICIES
 from fairsched.runtime.state import problem_fingerprint
-from fairsched.utilities import AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture, Modular
+from fairsched.utilities import (
+    AccuracyUtility,
+    ConcaveModular,
+    Coverage,
+    FacilityLocation,
+    Mixture,
+    Modular,
+)
 
 KINDS = ("accuracy", "coverage", "facility-location", "sqrt", "modular", "mixture")
 

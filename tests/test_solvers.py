@@ -320,3 +320,32 @@ def test_import_is_light_and_independent() -> None:
         "assert 'cvxpy' not in sys.modules, 'solvers imported cvxpy eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_time_limits_are_per_call_for_a_model_solved_again() -> None:
+    """HiGHS compares ``time_limit`` with the run time accumulated over every ``run`` of the
+    object: a master LP or pricing MILP re-solved many times stopped "at the time limit" as
+    soon as its past runs added up to the remaining budget.  ``set_time_limit`` gives the
+    budget on top of the accumulated time."""
+    import highspy
+
+    from fairsched.solvers.lp import new_highs, set_time_limit
+
+    rng = np.random.default_rng(0)
+    n = m = 300
+    A = rng.uniform(0, 1, (m, n))
+    h = new_highs()
+    inf = highspy.kHighsInf
+    costs = rng.uniform(0, 1, n)
+    h.passModel(n, m, m * n, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
+                costs, np.zeros(n), np.full(n, inf), np.full(m, -inf), np.ones(m),
+                np.arange(0, m * n + 1, m).astype(np.int32), np.tile(np.arange(m), n).astype(np.int32),
+                np.ascontiguousarray(A.T.reshape(-1)), np.zeros(n, dtype=np.int32))
+    h.run()
+    spent = h.getRunTime()
+    assert spent > 0.002
+    for _ in range(3):  # slightly changed costs: re-solves from the warm basis take a fraction of the first
+        set_time_limit(h, spent)
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), costs * rng.uniform(0.99, 1.01, n))
+        h.run()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal

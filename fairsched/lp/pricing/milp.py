@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
 from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.solvers.colgen import PricingResult
-from fairsched.solvers.lp import new_highs, set_option
+from fairsched.solvers.lp import new_highs, set_option, set_time_limit
 from fairsched.utilities.base import SetFunction
 
 #: relative MIP gap HiGHS is asked to close
@@ -206,10 +206,10 @@ class MilpPricing(PricingOracle):
     def _set_time_limit(self, stop: float) -> bool:
         """Set HiGHS's time limit to ``stop``; false when no time is left."""
         if not math.isfinite(stop):
-            set_option(self.h, "time_limit", highspy.kHighsInf)
+            set_time_limit(self.h, None)
             return True
         left = stop - time.perf_counter()
-        set_option(self.h, "time_limit", max(1e-3, left))
+        set_time_limit(self.h, left)
         return left > 0
 
     def _start(self, mask: np.ndarray) -> None:
