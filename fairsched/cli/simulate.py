@@ -1,4 +1,10 @@
-"""``fairsched simulate fedipw``: the FedIPW selection-bias experiment from the command line.
+"""``fairsched simulate fedipw`` and ``fairsched simulate online``: simulation experiments from the command line.
+
+    fairsched simulate online INSTANCE --policy NAME [--learner NAME] --rounds T --noise SIGMA [--seed S] [--json]
+
+hides the instance's utility from the policy, feeds back noisy rewards from it
+(:mod:`fairsched.online.simulate`) and reports the regret against the true ``U_opt``, the
+fitted slope of log regret against log T, max debt, fairness slack and what was learned.
 
     fairsched simulate fedipw --bias LEVEL --seeds N [--rounds R] [--json] [--quiet]
 
@@ -54,6 +60,21 @@ def add_simulate_parser(subparsers: Any, **kwargs: Any) -> argparse.ArgumentPars
                         help=f"communication rounds R (default {TrainConfig.rounds})")
     fedipw.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     fedipw.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    from fairsched.online.simulate import LEARNERS, POLICY_NAMES
+
+    online = inner.add_parser(
+        "online", help="learn an unknown utility inside the floors: regret against U_opt",
+        description="Hide the instance's utility from the policy, feed back rewards f(S_t) + noise, "
+                    "and report the regret T·U_opt − Σ f(S_t) against the true U_opt.", **kwargs)
+    online.add_argument("instance", metavar="INSTANCE", help="instance file or bundled name")
+    online.add_argument("--policy", required=True, metavar="NAME", help=f"one of {', '.join(POLICY_NAMES)}")
+    online.add_argument("--learner", metavar="NAME", help=f"one of {', '.join(LEARNERS)} (for the learning policies)")
+    online.add_argument("--rounds", type=int, required=True, metavar="T", help="rounds to play")
+    online.add_argument("--noise", type=float, default=0.05, metavar="SIGMA",
+                        help="reward noise standard deviation as a fraction of U_opt (default 0.05)")
+    online.add_argument("--seed", type=int, default=0, help="seed of the policy and of the noise (default 0)")
+    online.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    online.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return simulate
 
 
@@ -69,9 +90,35 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def simulate_command(args: argparse.Namespace, output: Output) -> int:
     """Run the experiment ``args`` describe, its result through ``output``; bad input raises."""
-    if getattr(args, "simulation", None) != "fedipw":
-        raise FairschedError(f"unknown simulation {getattr(args, 'simulation', None)!r}; known: fedipw")
+    simulation = getattr(args, "simulation", None)
+    if simulation == "online":
+        return _online(args, output)
+    if simulation != "fedipw":
+        raise FairschedError(f"unknown simulation {simulation!r}; known: fedipw, online")
     return _fedipw(args, output)
+
+
+def _online(args: argparse.Namespace, output: Output) -> int:
+    from fairsched.instances import load_instance
+    from fairsched.online.simulate import simulate_online
+
+    problem = load_instance(args.instance)
+
+    def progress(t: int) -> None:
+        print(f"online {args.policy}: round {t:,}/{args.rounds:,}", file=sys.stderr, flush=True)
+
+    data = simulate_online(problem, args.policy, args.learner, args.rounds, args.noise, args.seed,
+                           progress=None if args.quiet else progress)
+    slope = "n/a" if data["slope"] is None else f"{data['slope']:.3f}"
+    lines = [f"{args.policy}" + (f" + {args.learner}" if args.learner else "") + f" on {args.instance}: "
+             f"{args.rounds:,} rounds, noise {args.noise:g}·U_opt, seed {args.seed}, {data['seconds']:.1f} s",
+             f"U_opt {data['U_opt']:.6f}   regret {data['regret']:.4f}   per round {data['regret_per_round']:.3g} "
+             f"({data['regret_per_round'] / data['U_opt']:.3g} of U_opt)   slope of log regret {slope}",
+             f"max debt {data['max_debt']:.4f}   fairness slack {data['fairness_slack']:+.4f}"]
+    if data["parameter_error"] is not None:
+        lines.append(f"parameter error {data['parameter_error']:.3g}")
+    output.emit(data, "\n".join(lines))
+    return EXIT_OK
 
 
 def _fedipw(args: argparse.Namespace, output: Output) -> int:

@@ -12,6 +12,7 @@ policy makes exactly the decisions the original would have.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -21,7 +22,9 @@ from fairsched.problem import Problem
 from fairsched.seeding import Seed, as_generator
 
 if TYPE_CHECKING:
+    from fairsched.feedback import Feedback
     from fairsched.lp.result import Optimum
+    from fairsched.utilities.base import SetFunction
 
 # r_u·t is computed in floating point; a debt within this of an integer is that integer.
 DEBT_TOLERANCE = 1e-9
@@ -112,6 +115,28 @@ class Policy(ABC):
         """Record round ``t + 1``: ``counted`` are the workers whose floors it serves."""
         self.counts[counted] += 1
         self.t += 1
+
+    def learn(self, served: np.ndarray, feedback: Feedback) -> None:
+        """What round ``t`` (just observed) showed: ``served`` and their :class:`~fairsched.feedback.Feedback`.
+
+        A no-op here; policies that learn the utility (:mod:`fairsched.online`) use it.
+        """
+
+    def replan(self, utility: SetFunction) -> None:
+        """Plan with ``utility`` from now on, keeping the round counter, the counts and the
+        random generator (so the floors' bookkeeping is untouched).
+
+        The problem's utility is replaced and the per-problem precomputation (:meth:`_prepare`)
+        is redone; an LP policy solves its LP again at its next round. Used by the learning
+        policies of :mod:`fairsched.online`, which re-plan as their estimate of ``f`` improves.
+        """
+        self.problem = replace(self.problem, utility=utility)
+        self._given_optimum = None
+        self._prepare()
+        self._resume()
+
+    def _resume(self) -> None:
+        """Hook after :meth:`replan`: rebuild what :meth:`_prepare` derived from ``t`` and the counts."""
 
     def forgive(self, workers: np.ndarray) -> None:
         """Clear the debts of ``workers`` (they were away): raise ``N_u`` to ``⌊r_u·t⌋``."""

@@ -312,6 +312,7 @@ class LPSequenced(_Planned):
     def _prepare(self) -> None:
         super()._prepare()
         self._played = np.zeros(0, dtype=np.int64)
+        self._plan_start = 0  # the round after which the current plan's sets are counted
         self._guard = DeadlineGuard(self.problem.r, self.problem.k)
         self._guard.rebuild(self.counts, 1)
         self.guarded_rounds = 0
@@ -319,6 +320,11 @@ class LPSequenced(_Planned):
     def _install(self, opt: Optimum) -> None:
         super()._install(opt)
         self._played = np.zeros(len(self._sets), dtype=np.int64)
+
+    def _resume(self) -> None:
+        # a new plan: its sets' deficits count from now, not from round 0
+        self._plan_start = self.t
+        self._guard.rebuild(self.counts, self.t + 1)
 
     def _solve(self, exact: Optimum) -> tuple[float, Optimum]:
         r, k = np.asarray(self.problem.r, dtype=float), self.problem.k
@@ -334,7 +340,7 @@ class LPSequenced(_Planned):
 
     def _candidates(self, t: int) -> np.ndarray:
         """The top ``MAX_CANDIDATES`` support sets by (−deficit, −p, index)."""
-        deficit = self._p * t - self._played
+        deficit = self._p * (t - self._plan_start) - self._played
         m = deficit.size
         pool = np.arange(m)
         if m > MAX_CANDIDATES:
@@ -384,7 +390,8 @@ class LPSequenced(_Planned):
         self._guard.rebuild(self.counts, self.t + 1)
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "played": self._played.tolist(), "guarded_rounds": self.guarded_rounds}
+        return {**super()._extra_state(), "played": self._played.tolist(), "guarded_rounds": self.guarded_rounds,
+                "plan_start": self._plan_start}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         super()._load_extra_state(state)
@@ -392,6 +399,7 @@ class LPSequenced(_Planned):
             raise ValueError("state's LP support differs from this policy's; refusing to mix them")
         self._played = np.asarray(state["played"], dtype=np.int64)
         self.guarded_rounds = int(state["guarded_rounds"])
+        self._plan_start = int(state.get("plan_start", 0))
         self._guard.rebuild(self.counts, self.t + 1)
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:

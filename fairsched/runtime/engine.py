@@ -35,6 +35,7 @@ from fairsched.runtime.state import (
 from fairsched.seeding import Seed
 
 if TYPE_CHECKING:
+    from fairsched.feedback import Feedback
     from fairsched.lp.result import Optimum
 
 STATE_FORMAT = "fairsched-state"
@@ -102,17 +103,17 @@ class Engine:
         self.pending = chosen
         return chosen
 
-    def observe(self, served: np.ndarray | None = None) -> None:
-        """Close the round: ``served`` (sorted indices, default all selected) returned an update."""
+    def observe(self, served: np.ndarray | None = None, feedback: Feedback | None = None) -> None:
+        """Close the round: ``served`` (sorted indices, default all selected) returned an update;
+        ``feedback`` (a :class:`~fairsched.feedback.Feedback`) is handed to the policy's
+        :meth:`~fairsched.policies.base.Policy.learn` after the round is counted."""
         if self.pending is None:
             raise FairschedError(f"round {self.round + 1} has not been selected yet")
-        if served is None or self.count == "selected":
-            if served is not None:
-                self._check_served(served)
-            counted = self.pending
-        else:
-            counted = self._check_served(served)
+        returned = self.pending if served is None else self._check_served(served)
+        counted = self.pending if self.count == "selected" else returned
         self.policy.observe(counted)
+        if feedback is not None:
+            self.policy.learn(returned, feedback)
         self.round += 1
         self.pending = None
 

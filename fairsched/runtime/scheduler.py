@@ -32,6 +32,7 @@ import numpy as np
 
 from fairsched.atomic import atomic_write
 from fairsched.errors import FairschedError, InstanceError
+from fairsched.feedback import Feedback, feedback_from_ids
 from fairsched.policies import Policy
 from fairsched.problem import Problem
 from fairsched.runtime.engine import COUNT_MODES, STATE_FORMAT, Engine
@@ -184,23 +185,30 @@ class Scheduler:
         if round != self.round + 1:
             raise FairschedError(f"select: expected round {self.round + 1}, got {round}")
 
-    def observe(self, round: int, served_ids: Iterable[str]) -> None:
-        """Record who returned an update in ``round``; they must be among the ids selected."""
-        self._check_observe(round)
-        self._observe(self._indices(served_ids, "observe"))
+    def observe(self, round: int, served_ids: Iterable[str], feedback: Any = None) -> None:
+        """Record who returned an update in ``round``; they must be among the ids selected.
 
-    def observe_indices(self, round: int, served: np.ndarray | None = None) -> None:
+        ``feedback`` (optional) is what the round showed, for policies that learn the utility
+        (:mod:`fairsched.online`): ``{"reward": r, "workers": {id: {"loss": ..., "num-examples":
+        ...}}}`` or a :class:`~fairsched.feedback.Feedback` (see
+        :func:`fairsched.feedback.feedback_from_ids`). Checked before anything is recorded.
+        """
+        self._check_observe(round)
+        served = self._indices(served_ids, "observe")
+        self._observe(served, None if feedback is None else feedback_from_ids(feedback, self._position))
+
+    def observe_indices(self, round: int, served: np.ndarray | None = None, feedback: Feedback | None = None) -> None:
         """:meth:`observe` by index: ``served`` worker indices (``None``: everyone selected served)."""
         self._check_observe(round)
-        self._observe(None if served is None else np.unique(np.asarray(served, dtype=np.int64)))
+        self._observe(None if served is None else np.unique(np.asarray(served, dtype=np.int64)), feedback)
 
     def _check_observe(self, round: int) -> None:
         if self.pending is None or round != self.round + 1:
             raise FairschedError(f"observe: round {round} was not selected (next round is {self.round + 1})")
 
-    def _observe(self, served: np.ndarray | None) -> None:
+    def _observe(self, served: np.ndarray | None, feedback: Feedback | None = None) -> None:
         try:
-            self.engine.observe(served)
+            self.engine.observe(served, feedback)
         except InstanceError:
             raise
         except FairschedError as exc:
