@@ -545,3 +545,20 @@ def test_caps_bound_how_often_a_node_trains(tmp_path):
             served[int(w)] += 1
         assert (served - caps * t < 1).all(), (t, served)
     assert served[3] + served[4] >= 0.55 * 60 - 2  # the caps bind: both big ones near 0.3
+
+
+def test_train_metrics_reach_a_learning_policy(tmp_path):
+    """With a policy that learns the utility, every numeric train metric of the used replies is
+    its feedback, and ``reward_metric``'s example-weighted mean the round's reward."""
+    from fairsched.online import AccuracyCurveLearner, OnlinePolicy
+
+    sizes = [10, 20, 30, 40, 50]
+    learner = AccuracyCurveLearner(AccuracyUtility([1.0] * 5))
+    strategy = FairschedStrategy(Scheduler(problem(5, 2, 0.2, sizes), OnlinePolicy("fairdg", learner)),
+                                 node_to_worker=lambda v: str(v - NODE0), min_available_nodes=1,
+                                 reward_metric="num-examples")
+    grid = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    play(strategy, grid, 1, 6, ArrayRecord([np.zeros(2)]))
+    assert learner.rounds == 6
+    assert sorted(learner.sizes.tolist()) == sizes  # learned from the replies' num-examples
+    assert len(learner._groups) >= 2  # rewards arrived (the weighted mean of num-examples)

@@ -22,7 +22,12 @@ from hypothesis import strategies as st
 import fairsched as fs
 from fairsched.errors import FairschedError
 from fairsched.feedback import Feedback
-from fairsched.online import AccuracyCurveLearner, Learner, LinearFeaturesLearner, OnlinePolicy
+from fairsched.online import (
+    AccuracyCurveLearner,
+    Learner,
+    LinearFeaturesLearner,
+    OnlinePolicy,
+)
 from fairsched.online.hidden import HiddenUtility
 from fairsched.online.simulate import simulate_online
 from fairsched.utilities import AccuracyUtility, Modular
@@ -94,7 +99,7 @@ def test_lp_sequenced_keeps_debt_below_one_whatever_the_learner_believes(n: int,
 def test_the_scheduler_passes_feedback_and_restores_what_was_learned(tmp_path) -> None:
     truth = fs.load_instance("paper")
     hidden = fs.Problem(HiddenUtility(truth.n), truth.k, truth.r, truth.ids)
-    make = lambda: OnlinePolicy("lp-sequenced", AccuracyCurveLearner(truth.utility))  # noqa: E731
+    make = lambda: OnlinePolicy("lp-sequenced", AccuracyCurveLearner(truth.utility))
     scheduler = fs.Scheduler(hidden, make(), seed=3)
     rng = np.random.default_rng(0)
 

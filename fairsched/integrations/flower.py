@@ -68,6 +68,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without flwr
                       "pip install 'flwr>=1.42,<1.43', or from a fairsched checkout: pip install '.[flower]'") from exc
 
 from fairsched.errors import CheckpointError, FairschedError
+from fairsched.feedback import Feedback
 from fairsched.integrations import flower_weights as _weights
 from fairsched.integrations.flower_grid import Exchange, NodeSubsetGrid, exchange
 from fairsched.integrations.flower_nodes import (
@@ -242,6 +244,13 @@ class FairschedStrategy(Strategy):
         Failed answers (the handler raised) tolerated per node before :class:`WorkerIdQueryError`.
     poll_interval : float
         Seconds between two pulls of replies in :meth:`start`.
+    reward_metric : str, optional
+        When the scheduler's policy learns the utility (:mod:`fairsched.online`), every
+        numeric metric of the used train replies goes to it each round
+        (:class:`~fairsched.feedback.Feedback`: ``loss``, ``num-examples``, ...), and the
+        ``num-examples``-weighted mean of this metric (e.g. a validation-accuracy gain the
+        clients report) is the round's set-level reward. Server-side evaluation arrives after
+        the round is closed and is not used as a reward.
     **fedavg_kwargs
         For the default ``FedAvg`` (``fraction_evaluate``, ``min_evaluate_nodes``,
         ``weighted_by_key``, ``arrayrecord_key``, ``configrecord_key``, ``*_metrics_aggr_fn``).
@@ -259,6 +268,7 @@ class FairschedStrategy(Strategy):
                  backoff_rounds: int = 1,
                  max_backoff_rounds: int = 32,
                  evaluate_nodes: str = "workers",
+                 reward_metric: str | None = None,
                  checkpoint_path: str | os.PathLike[str] | None = None,
                  resume: bool | str = False,
                  history_path: str | os.PathLike[str] | None = None,
@@ -325,6 +335,7 @@ class FairschedStrategy(Strategy):
         self.wait_timeout = wait_timeout
         self.overcommit = int(overcommit)
         self.evaluate_nodes = evaluate_nodes
+        self.reward_metric = reward_metric
         self.checkpoint_path = checkpoint_path
         self.resume = resume
         self.history_path = history_path
@@ -674,7 +685,7 @@ class FairschedStrategy(Strategy):
         workers = np.array([w for w, _ in used], dtype=np.int64)
         selected = set(pending["selected"].tolist())
         served = np.array([w for w in workers.tolist() if w in selected], dtype=np.int64)
-        self.engine.observe(served)
+        self.engine.observe(served, self._feedback(used))
         self.counts.used[workers] += 1
         self.rounds_run += 1
 
@@ -737,6 +748,32 @@ class FairschedStrategy(Strategy):
         messages = list(self.inner.configure_evaluate(server_round, arrays, config, view))
         self._evaluating = {"server_round": server_round, "messages": messages, "exchange": None}
         return messages
+
+    def _feedback(self, used: list[tuple[int, Message]]) -> Feedback | None:
+        """The train replies' numeric metrics (and the reward metric), for a policy that learns."""
+        from fairsched.policies.base import Policy  # not at import: the ClientApp side stays light
+
+        if type(self.engine.policy).learn is Policy.learn or not used:
+            return None
+        rows: dict[int, dict[str, float]] = {}
+        for w, reply in used:
+            row: dict[str, float] = {}
+            for record in reply.content.metric_records.values():
+                for key, value in record.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        row[key] = float(value)
+            rows[w] = row
+        workers = np.array(sorted(rows), dtype=np.int64)
+        names = sorted({name for row in rows.values() for name in row})
+        metrics = {name: np.array([rows[int(w)].get(name, math.nan) for w in workers]) for name in names}
+        reward = None
+        if self.reward_metric is not None and self.reward_metric in metrics:
+            values = metrics[self.reward_metric]
+            sizes = metrics.get(self.weighted_by_key, np.ones(workers.size))
+            keep = np.isfinite(values) & np.isfinite(sizes) & (sizes > 0)
+            if keep.any():
+                reward = float(np.average(values[keep], weights=sizes[keep]))
+        return Feedback(reward, workers, metrics)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         """``inner``'s aggregation; nodes that missed the evaluation deadline are held back like in training."""

@@ -11,6 +11,18 @@ rounds grouped by their size ``L`` (``n_L`` rounds with mean reward ``ȳ_L`` wei
 state stays small), refitted when the number of rounds doubles. The covariance is
 ``σ̂²·(JᵀJ)⁻¹`` at the fit, ``σ̂²`` the residual variance over all rounds.
 
+**Weak priors.** Rewards from the narrow range of sizes that ``k``-sets span barely tell
+``(b, c)`` apart (a curve ``b·L^c`` is nearly ``b − b·c·log L`` there), and when the noise
+hides the slope a least-squares fit goes to ``b = 0``, a flat curve with which the LP is
+indifferent between every distribution meeting the floors (measured on the paper instance:
+plans worth 0.9978 of ``U_opt``, against 1.0000 for any ``b > 0`` and ``c`` in ``[−1, 0)``).
+The fit is therefore the posterior mode under ``c ~ N(C_PRIOR, C_PRIOR_SD²)`` and
+``log b' ~ N(B_PRIOR, B_PRIOR_SD²)`` (``b' = b·L_max^c``, the curve's drop at the largest
+size seen): the residuals get the terms ``σ̂_pure·(c − C_PRIOR)/C_PRIOR_SD`` and
+``σ̂_pure·(log b' − B_PRIOR)/B_PRIOR_SD``, with ``σ̂_pure²`` the pure-error variance of the
+rounds that repeated a size. With noiseless rewards ``σ̂_pure = 0`` and the fit is plain
+least squares (exact recovery); with noise each prior weighs as one observation would.
+
 Planning uses the point estimate: ``f_θ`` is increasing in ``L`` for every ``θ`` with
 ``b > 0, c < 0``, so every greedy step (FairDG's completion) takes the largest sizes whatever
 ``θ`` is, and only the LP's mixing depends on the curvature; the floors give the variety of
@@ -19,6 +31,7 @@ sizes that identifies ``θ`` (at least three distinct sizes are needed).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -34,6 +47,9 @@ PRIOR = (0.0, 1.0, -0.5)
 #: ``b → ∞, c → 0`` direction (a nearly logarithmic curve of any scale), where the
 #: rewards of a narrow range of sizes cannot tell the curves apart
 C_RANGE = (-3.0, -0.01)
+#: the weak priors on the exponent and on ``log b'`` (see the module docstring)
+C_PRIOR, C_PRIOR_SD = -0.5, 0.5
+B_PRIOR, B_PRIOR_SD = math.log(0.1), 3.0
 
 
 class AccuracyCurveLearner(Learner):
@@ -81,25 +97,33 @@ class AccuracyCurveLearner(Learner):
         counts, means = stats[:, 0], stats[:, 1] / stats[:, 0]
         weights = np.sqrt(counts)
         scale = float(sizes.max())
+        within = max(0.0, float((stats[:, 2] - stats[:, 1] ** 2 / counts).sum()))
+        repeated = float(counts.sum()) - len(counts)
+        prior = math.sqrt(within / repeated) / C_PRIOR_SD if repeated > 0 else 0.0
 
-        def residuals(theta: np.ndarray) -> np.ndarray:
-            a, b, c = theta
-            return weights * ((1.0 - a) - b * (sizes / scale) ** c - means)
+        def residuals(x: np.ndarray) -> np.ndarray:
+            a, log_b, c = x
+            curve = (1.0 - a) - np.exp(log_b) * (sizes / scale) ** c
+            return np.concatenate([weights * (curve - means),
+                                   [prior * (c - C_PRIOR), prior * C_PRIOR_SD / B_PRIOR_SD * (log_b - B_PRIOR)]])
 
-        # fitted on sizes scaled to at most 1 (b' = b·scale^c), which keeps b' and c apart
+        # Fitted in x = (a, log b', c) with b' = b·scale^c the drop at the largest size seen:
+        # sizes scaled to at most 1 keep b' and c apart, and log b' keeps b > 0.
         a, b, c = self.theta
-        start = np.array([a, b * scale ** c, c])
-        fit = least_squares(residuals, start, bounds=([-np.inf, 1e-12, C_RANGE[0]], [np.inf, np.inf, C_RANGE[1]]),
+        start = np.array([a, math.log(max(b * scale ** c, 1e-300)), c])
+        fit = least_squares(residuals, start, bounds=([-np.inf, -50.0, C_RANGE[0]], [np.inf, 50.0, C_RANGE[1]]),
                             x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=2000)
-        a, b_scaled, c = fit.x
-        self.theta = np.array([a, b_scaled * scale ** (-c), c])
+        a, log_b, c = fit.x
+        b = math.exp(log_b) * scale ** (-c)
+        self.theta = np.array([a, b, c])
         total = float(counts.sum())
-        within = float((stats[:, 2] - stats[:, 1] ** 2 / counts).sum())
-        sigma2 = max(0.0, within + float(fit.fun @ fit.fun)) / max(1.0, total - 3)
-        jac = fit.jac.copy()
-        jac[:, 1] *= scale ** c  # d/db = d/db' · scale^c
+        data = fit.fun[: sizes.size]
+        sigma2 = max(0.0, within + float(data @ data)) / max(1.0, total - 3)
+        jac = fit.jac[: sizes.size]
+        # delta method from x to θ = (a, b, c): b = exp(log b')·scale^(−c)
+        to_theta = np.array([[1.0, 0.0, 0.0], [0.0, b, -b * math.log(scale)], [0.0, 0.0, 1.0]])
         try:
-            self.covariance = sigma2 * np.linalg.inv(jac.T @ jac)
+            self.covariance = to_theta @ (sigma2 * np.linalg.inv(jac.T @ jac)) @ to_theta.T
         except np.linalg.LinAlgError:
             self.covariance = None
 

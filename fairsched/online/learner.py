@@ -46,6 +46,12 @@ class Learner(ABC):
         """An upper-confidence version of ``f`` for planning (default: the estimate)."""
         return self.estimate()
 
+    def planned_from_config(self, config: dict[str, Any]) -> SetFunction:
+        """The utility a policy planned with, from its ``to_config()`` (restored states)."""
+        from fairsched.utilities import utility_from_config
+
+        return utility_from_config(config, self.n)
+
     @abstractmethod
     def parameters(self) -> dict[str, Any]:
         """The learned parameters (JSON-ready), for reports."""

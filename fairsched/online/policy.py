@@ -26,9 +26,10 @@ from fairsched.policies import make_policy
 from fairsched.policies.base import Policy
 from fairsched.problem import Problem
 from fairsched.seeding import Seed
-from fairsched.utilities import utility_from_config
 
 BASES = ("fairdg", "lp-sequenced")
+#: plan with the learner's optimistic utility, or with its point estimate (the floors explore)
+PLAN_WITH = ("optimistic", "estimate")
 
 
 class OnlinePolicy(Policy):
@@ -37,10 +38,13 @@ class OnlinePolicy(Policy):
     name = "online"
     fair: ClassVar[bool] = True
 
-    def __init__(self, base: str, learner: Learner) -> None:
+    def __init__(self, base: str, learner: Learner, plan_with: str = "optimistic") -> None:
         super().__init__()
         if base not in BASES:
             raise PolicyError(f"online: base must be one of {', '.join(BASES)}, got {base!r}")
+        if plan_with not in PLAN_WITH:
+            raise PolicyError(f"online: plan_with must be one of {', '.join(PLAN_WITH)}, got {plan_with!r}")
+        self.plan_with = plan_with
         self.base_name = base
         self.learner = learner
         self.base: Policy = make_policy(base)
@@ -48,7 +52,7 @@ class OnlinePolicy(Policy):
         self.replans = 0
 
     def params(self) -> dict[str, Any]:
-        return {"base": self.base_name, "learner": self.learner.name}
+        return {"base": self.base_name, "learner": self.learner.name, "plan_with": self.plan_with}
 
     def reset(self, problem: Problem, seed: Seed = None) -> None:
         super().reset(problem, seed)
@@ -66,7 +70,7 @@ class OnlinePolicy(Policy):
 
     def _select(self, available: np.ndarray) -> np.ndarray:
         if self.t + 1 >= self._next_plan:
-            self._plan(self.learner.optimistic())
+            self._plan(self.learner.optimistic() if self.plan_with == "optimistic" else self.learner.estimate())
             self._next_plan *= 2
         return self.base._select(available)
 
@@ -91,7 +95,7 @@ class OnlinePolicy(Policy):
         self._next_plan, self.replans = int(state["next_plan"]), int(state["replans"])
         self._planned = None
         if state["planned"] is not None:
-            self._planned = utility_from_config(state["planned"], self.problem.n)
+            self._planned = self.learner.planned_from_config(state["planned"])
             self.base.replan(self._planned)
         self.base.load_state_dict(state["base"])
 
