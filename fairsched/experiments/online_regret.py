@@ -10,7 +10,8 @@ markdown row: regret per round as a fraction of ``U_opt`` at ``T = 10,000`` and 
 horizon (mean ± standard error over the seeds), the slope of log regret against log ``T``
 from ``T = 1,000`` (mean ± se; ``n/a`` when a regret is not positive), the largest max debt
 and the smallest fairness slack over the seeds. With ``--out`` it also writes
-``regret_<instance>.png`` (regret against ``T``, log-log) and ``results.json``.
+``regret_<instance>.png`` (regret against ``T``, log-log), ``parameter_error_<instance>.png``
+(the learners' parameter error against ``T``) and ``results.json``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,21 @@ def _plots(results: list[dict], out: Path) -> None:
         fig.tight_layout()
         fig.savefig(out / f"regret_{name}.png", dpi=120)
         plt.close(fig)
+        learning = [r for r in results if r["instance"] == name and r["parameter_error"] is not None]
+        if learning:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for key in sorted({(r["policy"], r["learner"]) for r in learning}, key=str):
+                runs = [r for r in learning if (r["policy"], r["learner"]) == key]
+                T = np.array([t for t, _ in runs[0]["parameter_error_curve"]])
+                E = np.mean([[e for _, e in run["parameter_error_curve"]] for run in runs], axis=0)
+                ax.loglog(T, E, marker=".", label=f"{key[0]} + {key[1]}")
+            ax.set_xlabel("rounds T")
+            ax.set_ylabel("parameter error")
+            ax.set_title(name)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(out / f"parameter_error_{name}.png", dpi=120)
+            plt.close(fig)
 
 
 if __name__ == "__main__":

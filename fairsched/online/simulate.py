@@ -9,7 +9,8 @@ the worker's stand-alone value ``f({u})`` times ``1 + noise·N(0, 1)`` (what Oor
 utility estimates). It reports the regret ``R(T) = T·U_opt − Σ_{t<=T} f(S_t)`` against the true
 ``U_opt`` (the LP of Li, Liu and Ji 2021 on the true ``f``), at ``T`` on a log grid, the fitted
 slope of ``log R`` against ``log T`` between ``T = 1,000`` and the horizon, the max debt and
-fairness slack of the whole schedule, and what the learner learned.
+fairness slack of the whole schedule, and what the learner learned (with its parameter error
+on the same grid).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def simulate_online(problem: Problem, policy: str, learner: str | None, rounds: 
     examples = np.asarray(f.sizes, dtype=float) if isinstance(f, AccuracyUtility) else np.ones(problem.n)
     sigma = noise * abs(u_opt)
     grid = sorted({t for t in GRID if t < rounds} | {rounds})
-    curve, sets, total = [], [], 0.0
+    curve, errors, sets, total = [], [], [], 0.0
     mask = np.zeros((1, problem.n), dtype=bool)
     for t in range(1, rounds + 1):
         S = engine.select()
@@ -135,6 +136,7 @@ def simulate_online(problem: Problem, policy: str, learner: str | None, rounds: 
         sets.append(S)
         if t == grid[len(curve)]:
             curve.append([t, t * u_opt - total])
+            errors.append([t, parameter_error(model, problem)])
             if progress is not None:
                 progress(t)
     report = evaluate(Schedule.from_sets(sets, problem.n, policy=policy, seed=seed), problem, truth)
@@ -145,6 +147,7 @@ def simulate_online(problem: Problem, policy: str, learner: str | None, rounds: 
             "max_debt": report.max_debt, "fairness_slack": report.fairness_slack,
             "parameters": None if model is None else model.parameters(),
             "true_parameters": true_parameters(problem), "parameter_error": parameter_error(model, problem),
+            "parameter_error_curve": errors,
             "seconds": time.perf_counter() - started}
 
 
