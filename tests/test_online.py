@@ -165,3 +165,23 @@ def test_cli_simulate_online_json(capsys) -> None:
     assert main(["simulate", "online", "paper", "--policy", "oort", "--learner", "accuracy-curve",
                  "--rounds", "10", "--json"]) == 2
     assert "learner 'oort'" in capsys.readouterr().err
+
+
+def test_noiseless_stratum_curves_are_recovered() -> None:
+    """The propensity-weighted accuracy's per-stratum curves, from set-level rewards alone: the
+    intercepts only as ``Σ_j π_j a_j`` (all that ``f`` depends on), every ``(b_j, c_j)`` to 1e-6."""
+    from fairsched.utilities import PropensityWeightedAccuracy
+
+    rng = np.random.default_rng(0)
+    n = 12
+    sizes = rng.integers(0, 300, (n, 3)).astype(float)
+    sizes[np.arange(n), rng.integers(0, 3, n)] += 80
+    shares = np.array([0.5, 0.3, 0.2])
+    truth = PropensityWeightedAccuracy(sizes, shares, 0.2, a=[0.05, 0.1, 0.08], b=[0.5, 0.8, 0.6],
+                                       c=[-0.2, -0.3, -0.25])
+    out = simulate_online(fs.Problem(truth, 4, np.full(n, 0.2)), "lp-sequenced", "stratum-curves", 4000, noise=0.0)
+    found = out["parameters"]
+    assert abs(found["intercept"] - float(shares @ truth.a)) <= 1e-6
+    np.testing.assert_allclose(found["b"], truth.b, atol=1e-6)
+    np.testing.assert_allclose(found["c"], truth.c, atol=1e-6)
+    assert out["parameter_error"] <= 1e-9 and out["max_debt"] < 1

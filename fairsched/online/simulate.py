@@ -33,13 +33,15 @@ from fairsched.online.learner import Learner
 from fairsched.online.linear_features import LinearFeaturesLearner
 from fairsched.online.oort import OortLearner, OortPolicy
 from fairsched.online.policy import OnlinePolicy
+from fairsched.online.stratum_curves import StratumCurvesLearner
 from fairsched.policies import Policy, make_policy
 from fairsched.problem import Problem
 from fairsched.runtime.engine import Engine
 from fairsched.schedule import Schedule
-from fairsched.utilities import AccuracyUtility
+from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
 
-LEARNERS: dict[str, type[Learner]] = {cls.name: cls for cls in (AccuracyCurveLearner, LinearFeaturesLearner, OortLearner)}
+LEARNERS: dict[str, type[Learner]] = {cls.name: cls for cls in (AccuracyCurveLearner, StratumCurvesLearner,
+                                                                  LinearFeaturesLearner, OortLearner)}
 #: policies that learn (``--learner`` needed), and the baselines that know ``f`` or ignore it
 LEARNING_POLICIES = ("fairdg", "lp-sequenced", "oort")
 KNOWN_POLICIES = {"fairdg-known": "fairdg", "lp-sequenced-known": "lp-sequenced", "random": "random"}
@@ -82,6 +84,8 @@ def true_parameters(problem: Problem) -> dict[str, Any] | None:
     u = problem.utility
     if isinstance(u, AccuracyUtility):
         return {"a": u.a, "b": u.b, "c": u.c}
+    if isinstance(u, PropensityWeightedAccuracy):
+        return {"a": u.a.tolist(), "b": u.b.tolist(), "c": u.c.tolist()}
     return None
 
 
@@ -119,7 +123,12 @@ def simulate_online(problem: Problem, policy: str, learner: str | None, rounds: 
     rng = np.random.default_rng([seed, 1])
     f = problem.utility
     singles = np.asarray(f.gains(np.zeros(0, dtype=np.int64)), dtype=float)
-    examples = np.asarray(f.sizes, dtype=float) if isinstance(f, AccuracyUtility) else np.ones(problem.n)
+    if isinstance(f, AccuracyUtility):
+        examples = np.asarray(f.sizes, dtype=float)
+    elif isinstance(f, PropensityWeightedAccuracy):
+        examples = np.asarray(f.sizes, dtype=float).sum(axis=1)
+    else:
+        examples = np.ones(problem.n)
     sigma = noise * abs(u_opt)
     grid = sorted({t for t in GRID if t < rounds} | {rounds})
     curve, errors, sets, total = [], [], [], 0.0
