@@ -276,13 +276,15 @@ def set_option(h: highspy.Highs, name: str, value: object) -> None:
 
 
 def set_time_limit(h: highspy.Highs, seconds: float | None) -> None:
-    """Give HiGHS ``seconds`` more for its next ``run`` (``None``: no limit).
+    """Give an LP ``seconds`` more for its next ``run`` (``None``: no limit).
 
-    HiGHS compares its ``time_limit`` option with the run time the object has accumulated over
-    **all** its ``run`` calls (``getRunTime``), not with the time of the current call, so a
-    model solved again and again (a master LP, a pricing MILP) must be given the accumulated
-    time plus the budget; otherwise it stops at once, as "time limit reached", as soon as its
-    past runs add up to the budget.
+    For an LP, HiGHS (1.16) compares its ``time_limit`` option with the run time the object
+    has accumulated over **all** its ``run`` calls (``getRunTime``), not with the time of the
+    current call. A model solved again and again (the column-generation master) must therefore
+    be given the accumulated time plus the budget; otherwise it stops at once, as "time limit
+    reached", as soon as its past runs add up to the budget. A MIP's time limit counts from
+    the start of its run, so MIP models set ``time_limit`` directly. Both behaviours are
+    pinned by ``tests/test_solvers.py``.
     """
     if seconds is None or not np.isfinite(seconds):
         set_option(h, "time_limit", highspy.kHighsInf)

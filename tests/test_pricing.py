@@ -257,3 +257,15 @@ def test_greedy_bound_under_negative_prices_regression() -> None:
     lam = signed_lam(n, rng, 1.0)
     assert (n, k) == (5, 3) and (lam < 0).any()
     check(GreedyPricing(utility, k), utility, k, lam, must_be_exact=False)
+
+
+def test_coverage_pricing_with_k_equal_to_n_counts_each_element_once() -> None:
+    """Found by the signed-prices property test: with ``k = n`` an element with one coverer was
+    counted both in the constant (every ``k``-set covers it) and in its coverer's cost, so the
+    MILP's bound was ``f + w`` instead of ``f`` and never certified the (only) set."""
+    rng = np.random.default_rng(19)
+    utility = make_utility("coverage", 1, rng)
+    lam = np.array([-0.13496385])
+    check(pricing_for(utility, 1, enumeration_limit=0), utility, 1, lam, must_be_exact=True)
+    utility = Coverage([[0, 1], [1], [2]], [1.0, 2.0, 0.5])
+    check(CoveragePricing(utility, 3), utility, 3, np.array([0.3, -0.2, 0.0]), must_be_exact=True)

@@ -349,3 +349,31 @@ def test_time_limits_are_per_call_for_a_model_solved_again() -> None:
         h.changeColsCost(n, np.arange(n, dtype=np.int32), costs * rng.uniform(0.99, 1.01, n))
         h.run()
         assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+
+
+
+def test_a_mip_time_limit_counts_from_the_start_of_its_run() -> None:
+    """The other half of HiGHS's behaviour that the MILP pricing relies on: for a MIP,
+    ``time_limit`` is per run (each run of a hard MIP takes the limit, whatever ran before)."""
+    import time
+
+    import highspy
+
+    from fairsched.solvers.lp import new_highs
+
+    rng = np.random.default_rng(0)
+    n, m = 60, 40
+    A = rng.integers(1, 30, (m, n)).astype(float)
+    h = new_highs()
+    inf = highspy.kHighsInf
+    h.passModel(n, m, m * n, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
+                rng.uniform(1, 10, n), np.zeros(n), np.ones(n), np.full(m, -inf), A.sum(axis=1) / 3,
+                np.arange(0, m * n + 1, m).astype(np.int32), np.tile(np.arange(m), n).astype(np.int32),
+                np.ascontiguousarray(A.T.reshape(-1)), np.ones(n, dtype=np.int32))
+    h.setOptionValue("time_limit", 0.3)
+    for i in range(3):
+        h.changeColCost(0, float(i + 1))
+        started = time.perf_counter()
+        h.run()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+        assert time.perf_counter() - started >= 0.25  # not stopped at once by the time run before

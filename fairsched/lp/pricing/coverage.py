@@ -80,7 +80,8 @@ class CoverageTerm(Term):
         n = model.n
         useful = (weights > 0) & (degree > 0)
         model.offset += float(weights[useful & (degree > n - self.k)].sum())
-        single = np.flatnonzero(useful & (degree == 1))
+        # (with k = n every covered element is in the offset already: not again in x's cost)
+        single = np.flatnonzero(useful & (degree == 1) & (degree <= n - self.k))
         np.add.at(model.x_cost, coverers.indices[coverers.indptr[single]], weights[single])
         shared = np.flatnonzero(useful & (degree >= 2) & (degree <= n - self.k))
         groups: dict[bytes, int] = {}

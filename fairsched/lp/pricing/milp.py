@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
 from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.solvers.colgen import PricingResult
-from fairsched.solvers.lp import new_highs, set_option, set_time_limit
+from fairsched.solvers.lp import new_highs, set_option
 from fairsched.utilities.base import SetFunction
 
 #: relative MIP gap HiGHS is asked to close
@@ -206,10 +206,11 @@ class MilpPricing(PricingOracle):
     def _set_time_limit(self, stop: float) -> bool:
         """Set HiGHS's time limit to ``stop``; false when no time is left."""
         if not math.isfinite(stop):
-            set_time_limit(self.h, None)
+            set_option(self.h, "time_limit", highspy.kHighsInf)
             return True
         left = stop - time.perf_counter()
-        set_time_limit(self.h, left)
+        # a MIP's time limit counts from the start of its run (unlike an LP's: solvers.lp.set_time_limit)
+        set_option(self.h, "time_limit", max(1e-3, left))
         return left > 0
 
     def _start(self, mask: np.ndarray) -> None:
