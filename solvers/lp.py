@@ -250,7 +250,7 @@ def make_result(
         convexity_dual=mu,
         backend=backend,
         iterations=iterations,
-        dual_bound=mu - dual_offset(signed if caps is not None else lam, r, caps),
+        dual_bound=mu - dual_offset(signed, r, caps),
         cap_price=nu,
         status=status,
         success=status == "optimal",

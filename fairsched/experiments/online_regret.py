@@ -85,35 +85,30 @@ def _plots(results: list[dict], out: Path) -> None:
         print("matplotlib is not installed: no plots", file=sys.stderr)
         return
     for name in sorted({r["instance"] for r in results}):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for key in sorted({(r["policy"], r["learner"]) for r in results if r["instance"] == name}, key=str):
-            runs = [r for r in results if r["instance"] == name and (r["policy"], r["learner"]) == key]
-            T = np.array([t for t, _ in runs[0]["regret_curve"]])
-            R = np.mean([[r for _, r in run["regret_curve"]] for run in runs], axis=0)
-            keep = R > 0
-            ax.loglog(T[keep], R[keep], marker=".", label=f"{key[0]}" + (f" + {key[1]}" if key[1] else ""))
-        ax.set_xlabel("rounds T")
-        ax.set_ylabel("regret T·U_opt − Σ f(S_t)")
-        ax.set_title(name)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / f"regret_{name}.png", dpi=120)
-        plt.close(fig)
-        learning = [r for r in results if r["instance"] == name and r["parameter_error"] is not None]
+        mine = [r for r in results if r["instance"] == name]
+        _loglog(plt, mine, "regret_curve", "regret T·U_opt − Σ f(S_t)", name, out / f"regret_{name}.png")
+        learning = [r for r in mine if r["parameter_error"] is not None]
         if learning:
-            fig, ax = plt.subplots(figsize=(6, 4))
-            for key in sorted({(r["policy"], r["learner"]) for r in learning}, key=str):
-                runs = [r for r in learning if (r["policy"], r["learner"]) == key]
-                T = np.array([t for t, _ in runs[0]["parameter_error_curve"]])
-                E = np.mean([[e for _, e in run["parameter_error_curve"]] for run in runs], axis=0)
-                ax.loglog(T, E, marker=".", label=f"{key[0]} + {key[1]}")
-            ax.set_xlabel("rounds T")
-            ax.set_ylabel("parameter error")
-            ax.set_title(name)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            fig.savefig(out / f"parameter_error_{name}.png", dpi=120)
-            plt.close(fig)
+            _loglog(plt, learning, "parameter_error_curve", "parameter error", name,
+                    out / f"parameter_error_{name}.png")
+
+
+def _loglog(plt, runs: list[dict], curve: str, ylabel: str, title: str, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """One log–log line per (policy, learner): the mean of ``curve`` over its runs (positive points only)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key in sorted({(r["policy"], r["learner"]) for r in runs}, key=str):
+        group = [r for r in runs if (r["policy"], r["learner"]) == key]
+        T = np.array([t for t, _ in group[0][curve]])
+        Y = np.mean([[y for _, y in run[curve]] for run in group], axis=0)
+        keep = Y > 0
+        ax.loglog(T[keep], Y[keep], marker=".", label=key[0] + (f" + {key[1]}" if key[1] else ""))
+    ax.set_xlabel("rounds T")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairsched.feedback import Feedback
+from fairsched.online.groups import RewardGroups
 from fairsched.online.learner import Learner
 from fairsched.utilities.accuracy import AccuracyUtility
 
@@ -68,7 +69,7 @@ class AccuracyCurveLearner(Learner):
         self.sizes = np.asarray(template.sizes, dtype=float).copy()
         self.theta = np.array(PRIOR, dtype=float)
         self.covariance: np.ndarray | None = None
-        self._groups: dict[float, list[float]] = {}  # L -> [rounds, Σ y, Σ y²]
+        self._groups = RewardGroups(1)  # by the size L(S)
         self._next_fit = 1
 
     def _update(self, served: np.ndarray, feedback: Feedback) -> None:
@@ -77,11 +78,7 @@ class AccuracyCurveLearner(Learner):
             self.sizes[workers] = np.maximum(examples, 1e-12)
         if feedback.reward is None or served.size == 0:
             return
-        size = float(self.sizes[served].sum())
-        group = self._groups.setdefault(size, [0.0, 0.0, 0.0])
-        group[0] += 1
-        group[1] += feedback.reward
-        group[2] += feedback.reward ** 2
+        self._groups.add((float(self.sizes[served].sum()),), feedback.reward)
         if self.rounds >= self._next_fit:
             self._next_fit *= 2
             self.fit()
@@ -92,20 +89,18 @@ class AccuracyCurveLearner(Learner):
             return
         from scipy.optimize import least_squares
 
-        sizes = np.array(list(self._groups))
-        stats = np.array(list(self._groups.values()))
-        counts, means = stats[:, 0], stats[:, 1] / stats[:, 0]
+        keys, counts, means = self._groups.arrays()
+        sizes = keys[:, 0]
         weights = np.sqrt(counts)
         scale = float(sizes.max())
-        within = max(0.0, float((stats[:, 2] - stats[:, 1] ** 2 / counts).sum()))
-        repeated = float(counts.sum()) - len(counts)
-        prior = math.sqrt(within / repeated) / C_PRIOR_SD if repeated > 0 else 0.0
+        within = self._groups.within()
+        prior = self._groups.pure_error_sd()
 
         def residuals(x: np.ndarray) -> np.ndarray:
             a, log_b, c = x
             curve = (1.0 - a) - np.exp(log_b) * (sizes / scale) ** c
             return np.concatenate([weights * (curve - means),
-                                   [prior * (c - C_PRIOR), prior * C_PRIOR_SD / B_PRIOR_SD * (log_b - B_PRIOR)]])
+                                   [prior * (c - C_PRIOR) / C_PRIOR_SD, prior * (log_b - B_PRIOR) / B_PRIOR_SD]])
 
         # Fitted in x = (a, log b', c) with b' = b·scale^c the drop at the largest size seen:
         # sizes scaled to at most 1 keep b' and c apart, and log b' keeps b > 0.
@@ -139,11 +134,11 @@ class AccuracyCurveLearner(Learner):
     def _extra_state(self) -> dict[str, Any]:
         return {"sizes": self.sizes.tolist(), "theta": self.theta.tolist(),
                 "covariance": None if self.covariance is None else self.covariance.tolist(),
-                "groups": [[size, *stats] for size, stats in self._groups.items()], "next_fit": self._next_fit}
+                "groups": self._groups.state(), "next_fit": self._next_fit}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.sizes = np.asarray(state["sizes"], dtype=float)
         self.theta = np.asarray(state["theta"], dtype=float)
         self.covariance = None if state["covariance"] is None else np.asarray(state["covariance"], dtype=float)
-        self._groups = {float(g[0]): [float(x) for x in g[1:]] for g in state["groups"]}
+        self._groups.load(state["groups"])
         self._next_fit = int(state["next_fit"])

@@ -14,7 +14,6 @@ of ``A`` gives the same ``f``).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from fairsched.online.accuracy_curve import (
     C_RANGE,
     PRIOR,
 )
+from fairsched.online.groups import RewardGroups
 from fairsched.online.learner import Learner
 from fairsched.utilities import PropensityWeightedAccuracy
 
@@ -45,19 +45,14 @@ class StratumCurvesLearner(Learner):
         self.intercept = PRIOR[0]
         self.b = np.full(self.J, PRIOR[1])
         self.c = np.full(self.J, PRIOR[2])
-        self._groups: dict[tuple[float, ...], list[float]] = {}
+        self._groups = RewardGroups(self.J)  # by the effective sizes m(S)
         self._next_fit = 1
 
     def _update(self, served: np.ndarray, feedback: Feedback) -> None:
         if feedback.reward is None or served.size == 0:
             return
         m = tuple(float(x) for x in self.template.effective[served].sum(axis=0))
-        new = m not in self._groups
-        group = self._groups.setdefault(m, [0.0, 0.0, 0.0])
-        group[0] += 1
-        group[1] += feedback.reward
-        group[2] += feedback.reward ** 2
-        if new and len(self._groups) == 2 + 2 * self.J:  # the first round the curves are identifiable
+        if self._groups.add(m, feedback.reward) and len(self._groups) == 2 + 2 * self.J:  # the first round the curves are identifiable
             self.fit()
         if self.rounds >= self._next_fit:
             self._next_fit *= 2
@@ -70,15 +65,11 @@ class StratumCurvesLearner(Learner):
             return
         from scipy.optimize import least_squares
 
-        m = np.array(list(self._groups))
-        stats = np.array(list(self._groups.values()))
-        counts, means = stats[:, 0], stats[:, 1] / stats[:, 0]
+        m, counts, means = self._groups.arrays()
         weights = np.sqrt(counts)
         scale = m.max(axis=0)
         shares = np.asarray(self.template.shares, dtype=float)
-        within = max(0.0, float((stats[:, 2] - stats[:, 1] ** 2 / counts).sum()))
-        repeated = float(counts.sum()) - len(counts)
-        prior = math.sqrt(within / repeated) if repeated > 0 else 0.0
+        prior = self._groups.pure_error_sd()
 
         def residuals(x: np.ndarray) -> np.ndarray:
             A, log_b, c = x[0], x[1: 1 + J], x[1 + J:]
@@ -106,11 +97,10 @@ class StratumCurvesLearner(Learner):
 
     def _extra_state(self) -> dict[str, Any]:
         return {"intercept": self.intercept, "b": self.b.tolist(), "c": self.c.tolist(),
-                "groups": [[*key, *stats] for key, stats in self._groups.items()], "next_fit": self._next_fit}
+                "groups": self._groups.state(), "next_fit": self._next_fit}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        J = self.J
         self.intercept = float(state["intercept"])
         self.b, self.c = np.asarray(state["b"], dtype=float), np.asarray(state["c"], dtype=float)
-        self._groups = {tuple(float(x) for x in g[:J]): [float(x) for x in g[J:]] for g in state["groups"]}
+        self._groups.load(state["groups"])
         self._next_fit = int(state["next_fit"])

@@ -149,6 +149,7 @@ class _ContinuousGreedy(Policy):
 
     def _prepare(self) -> None:
         problem = self.problem
+        self._upper = problem.upper  # the caps, or 1: built once, not in every step or round
         if self.method not in ("auto", *supported_methods(problem.utility)):
             raise PolicyError(f"{self.name}: method {self.method!r} is not supported by "
                               f"{problem.utility.kind}; choose from "
@@ -183,7 +184,7 @@ class _ContinuousGreedy(Policy):
             if path is not None:
                 path.append(y.copy())
         # Floating-point sums can leave y a hair outside [r, c]; rounding needs [0, 1].
-        y = np.clip(y, r, self.problem.upper)
+        y = np.clip(y, r, self._upper)
         final = oracle(y)
         return ContinuousGreedyResult(
             y=y, value=final.value, value_stderr=final.value_stderr,
@@ -222,7 +223,7 @@ class _ContinuousGreedy(Policy):
             z *= budget / mass
         elif mass < budget and self._order.size:
             order = self._order[rest[self._order]]
-            caps = self.problem.upper[order] - z[order]
+            caps = self._upper[order] - z[order]
             spent_before = np.cumsum(caps) - caps
             z[order] += np.clip(budget - mass - spent_before, 0.0, caps)
         np.clip(z, 0.0, 1.0, out=z)
@@ -263,7 +264,7 @@ class FairCG1(_ContinuousGreedy):
     start_at_floor = False
 
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
-        return r + fill_budget(gradient, self.problem.upper - r, k - r.sum())
+        return r + fill_budget(gradient, self._upper - r, k - r.sum())
 
     def lower_bound(self, u_opt: float) -> float:
         """``(1 − (1 − δ)^{1/δ})·U_opt`` with ``δ = 1/steps``."""
@@ -277,7 +278,7 @@ class FairCG2(_ContinuousGreedy):
     start_at_floor = True
 
     def _direction(self, gradient: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
-        return fill_budget(gradient, self.problem.upper - r, k - r.sum())
+        return fill_budget(gradient, self._upper - r, k - r.sum())
 
     def lower_bound(self, u_opt: float) -> float:
         """``max(F(r), e^{-1}·F(r) + (1 − e^{-1})·(U_opt − <∇F(r), r>))``."""
