@@ -31,6 +31,14 @@ class Feedback:
     workers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
+    @classmethod
+    def from_rows(cls, reward: float | None, rows: dict[int, dict[str, float]]) -> Feedback:
+        """From ``{worker index: {metric: value}}`` (``nan`` where a worker lacks a metric)."""
+        workers = np.array(sorted(rows), dtype=np.int64)
+        names = sorted({name for row in rows.values() for name in row})
+        metrics = {name: np.array([rows[int(u)].get(name, math.nan) for u in workers]) for name in names}
+        return cls(reward, workers, metrics)
+
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(workers, values)`` of the workers that reported ``name`` (finite values only)."""
         values = self.metrics.get(name)
@@ -76,7 +84,4 @@ def feedback_from_ids(data: Any, index_of: dict[str, int]) -> Feedback:
                 raise FairschedError(f"feedback: metric {name!r} of {worker_id!r} must be a number, got {value!r}")
             row[str(name)] = float(value)
         rows[index_of[worker_id]] = row
-    workers = np.array(sorted(rows), dtype=np.int64)
-    names = sorted({name for row in rows.values() for name in row})
-    metrics = {name: np.array([rows[int(u)].get(name, math.nan) for u in workers]) for name in names}
-    return Feedback(reward, workers, metrics)
+    return Feedback.from_rows(reward, rows)

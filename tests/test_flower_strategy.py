@@ -562,3 +562,119 @@ def test_train_metrics_reach_a_learning_policy(tmp_path):
     assert learner.rounds == 6
     assert sorted(learner.sizes.tolist()) == sizes  # learned from the replies' num-examples
     assert len(learner._groups) >= 2  # rewards arrived (the weighted mean of num-examples)
+
+
+def _learning_strategy(path=None, learner=None, **kw):
+    from fairsched.online import AccuracyCurveLearner, OnlinePolicy
+
+    sizes = [10, 20, 30, 40, 50]
+    learner = learner or AccuracyCurveLearner(AccuracyUtility([1.0] * 5))
+    files = {} if path is None else {"checkpoint_path": path / "ckpt.zip", "history_path": path / "history.jsonl"}
+    strategy = FairschedStrategy(Scheduler(problem(5, 2, 0.2, sizes), OnlinePolicy("fairdg", learner), seed=5),
+                                 node_to_worker=lambda v: str(v - NODE0), min_available_nodes=1, **files, **kw)
+    return strategy, learner, sizes
+
+
+def _rewards_seen(strategy):
+    """Wrap the policy's ``learn`` to record the rewards it is given."""
+    seen, policy = [], strategy.engine.policy
+    learn = policy.learn
+
+    def recording(served, feedback):
+        seen.append(feedback.reward)
+        learn(served, feedback)
+    policy.learn = recording
+    return seen
+
+
+def _model_mean(server_round, arrays):
+    return MetricRecord({"mean": float(np.mean(arrays.to_numpy_ndarrays()[0]))})
+
+
+def test_server_evaluation_is_the_reward_and_its_change_with_reward_change(tmp_path):
+    """``reward_from="server"``: the reward is ``evaluate_fn``'s metric, with ``reward_change`` its
+    change since the previous round (round 1: since the initial evaluation)."""
+    strategy, learner, sizes = _learning_strategy(tmp_path, reward_metric="mean", reward_from="server",
+                                                  reward_change=True)
+    seen = _rewards_seen(strategy)
+    grid = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    result = strategy.start(grid, ArrayRecord([np.zeros(2)]), num_rounds=5, timeout=5, evaluate_fn=_model_mean)
+    strategy.close()
+    values = [result.evaluate_metrics_serverapp[t]["mean"] for t in range(6)]
+    assert seen == pytest.approx(np.diff(values).tolist(), abs=1e-12)
+    assert len(set(np.round(seen, 9))) > 1  # the model moved by different amounts: a real signal
+    assert [line["reward"] for line in read_history(tmp_path / "history.jsonl")["rounds"]] == seen
+    assert learner.rounds == 5
+
+
+def test_federated_evaluation_is_the_reward(tmp_path):
+    """``reward_from="evaluate"``: the reward is ``reward_metric`` of the inner strategy's aggregated
+    evaluation (FedAvg: the num-examples-weighted mean of the clients' ``acc`` = their index), and
+    each evaluated worker's own metrics arrive as ``evaluate.<metric>``."""
+    strategy, learner, sizes = _learning_strategy(reward_metric="acc", reward_from="evaluate",
+                                                  fraction_evaluate=1.0, min_evaluate_nodes=5)
+    seen = _rewards_seen(strategy)
+    policy, feedbacks = strategy.engine.policy, []
+    recording = policy.learn
+    policy.learn = lambda served, feedback: (feedbacks.append((served, feedback)), recording(served, feedback))
+    grid = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    strategy.start(grid, ArrayRecord([np.zeros(2)]), num_rounds=4, timeout=5)
+    expected = sum(s * w for w, s in enumerate(sizes)) / sum(sizes)
+    assert seen == pytest.approx([expected] * 4, rel=1e-12)
+    assert learner.rounds == 4 and [line["reward"] for line in strategy.history] == seen
+    for served, feedback in feedbacks:  # every evaluated worker's metrics, beside the trained ones' own
+        assert feedback.workers.tolist() == list(range(5))
+        assert feedback.metric("evaluate.acc")[1].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+        trained, losses = feedback.metric("loss")
+        assert trained.tolist() == served.tolist() and losses.tolist() == [float(w) for w in served]
+
+
+def test_rounds_without_their_evaluation_learn_without_a_reward(caplog):
+    """Driven without evaluations, each round still teaches its train metrics (at the next
+    ``configure_train`` and at ``close``), with no reward, and the missing metric is logged once."""
+    strategy, learner, sizes = _learning_strategy(reward_metric="acc", reward_from="evaluate")
+    seen = _rewards_seen(strategy)
+    grid = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    play(strategy, grid, 1, 4, ArrayRecord([np.zeros(2)]))
+    assert learner.rounds == 3 and len(strategy.history) == 3  # round 4 waits for its evaluation
+    strategy.close()
+    assert learner.rounds == 4 and seen == [None] * 4 and len(strategy.history) == 4
+    assert sum("without acc" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_resumed_learning_run_has_learned_what_the_original_had(tmp_path):
+    """A restart between rounds of a run whose rewards come from the server's evaluation: the
+    checkpoint of round t is written after round t's evaluation taught the policy, so the
+    resumed run's learned state, decisions and rewards equal an uninterrupted run's."""
+    kw = {"reward_metric": "mean", "reward_from": "server", "reward_change": True}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, _, sizes = _learning_strategy(tmp_path / "a", **kw)
+    grid_a = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    a.start(grid_a, ArrayRecord([np.zeros(2)]), num_rounds=8, timeout=5, evaluate_fn=_model_mean)
+    a.close()
+    b, _, _ = _learning_strategy(tmp_path / "b", **kw)
+    grid_b = LocalGrid(clients(sizes), [node(w) for w in range(5)])
+    b.start(grid_b, ArrayRecord([np.zeros(2)]), num_rounds=4, timeout=5, evaluate_fn=_model_mean)
+    b.close()
+    c, _, _ = _learning_strategy(tmp_path / "b", resume=True, **kw)
+    c.start(grid_b, ArrayRecord([np.ones(2)]), num_rounds=8, timeout=5, evaluate_fn=_model_mean)
+    c.close()
+    ha, hb = read_history(tmp_path / "a" / "history.jsonl"), read_history(tmp_path / "b" / "history.jsonl")
+    assert [r["selected"] for r in hb["rounds"]] == [r["selected"] for r in ha["rounds"]]
+    assert [r["reward"] for r in hb["rounds"]] == [r["reward"] for r in ha["rounds"]]
+    assert c.scheduler.state_dict() == a.scheduler.state_dict()  # learned state included
+
+    other, _, _ = _learning_strategy(tmp_path / "b", reward_metric="mean", reward_from="server")
+    with pytest.raises(CheckpointError, match="reward_change = True, this strategy False"):
+        other.restore(tmp_path / "b" / "ckpt.zip")
+
+
+def test_reward_options_are_checked():
+    with pytest.raises(ValueError, match="reward_from must be one of train, evaluate, server"):
+        _learning_strategy(reward_metric="acc", reward_from="client")
+    with pytest.raises(ValueError, match="give reward_metric"):
+        _learning_strategy(reward_from="evaluate")
+    strategy, _, sizes = _learning_strategy(reward_metric="acc", reward_from="server")
+    with pytest.raises(ValueError, match="pass evaluate_fn"):
+        strategy.start(LocalGrid(clients(sizes), [node(0)]), ArrayRecord([np.zeros(2)]), num_rounds=1)

@@ -35,7 +35,9 @@ weights, ``inner`` configures the messages and does the server-side update. In r
 7. a JSON line is appended to ``history_path`` and the checkpoint (scheduler, counters,
    node directory, back-off states and the new global model) is rewritten atomically at
    ``checkpoint_path`` (``flower_state``); with ``resume`` a restarted ServerApp continues
-   from it and makes the same decisions.
+   from it and makes the same decisions. When a learning policy's reward comes from the
+   round's evaluation (``reward_from``), the policy learns, and this step happens, after
+   that evaluation.
 
 Evaluation is ``inner``'s on the known workers' nodes (``evaluate_nodes="workers"``; or
 ``"all"`` connected nodes), never on nodes held back after a timeout; a round with fewer
@@ -67,10 +69,11 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -150,11 +153,28 @@ logger = logging.getLogger("flwr")
 
 WEIGHTINGS = ("fedavg", "ipw", "ht")
 EVALUATE_NODES = ("workers", "all")
+#: where a learning policy's set-level reward comes from (see ``FairschedStrategy``'s ``reward_from``)
+REWARD_SOURCES = ("train", "evaluate", "server")
 Probability = Callable[[str, int], float]
 #: options a resumed run must share with the checkpoint: they change its decisions
 #: attributes in which Flower's strategies keep their server-side state between rounds
 _INNER_ATTRS = ("m_t", "v_t", "momentum_vector", "clipping_norm")
-_DECISIVE = ("weighting", "target_shares", "leave_after", "overcommit", "backoff", "weighted_by_key")
+_DECISIVE = ("weighting", "target_shares", "leave_after", "overcommit", "backoff", "weighted_by_key",
+             "reward_metric", "reward_from", "reward_change")
+#: the value a checkpoint written before an option existed stands for
+_OPTION_DEFAULTS = {"reward_metric": None, "reward_from": "train", "reward_change": False}
+
+
+def _metric_rows(replies: Iterable[tuple[int, Message]], prefix: str = "") -> dict[int, dict[str, float]]:
+    """``{worker: {prefix + metric: value}}``: the numeric entries of the replies' metric records."""
+    rows: dict[int, dict[str, float]] = {}
+    for w, reply in replies:
+        row = rows.setdefault(w, {})
+        for record in reply.content.metric_records.values():
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    row[prefix + key] = float(value)
+    return rows
 
 
 def _chain(strategy: Any) -> Iterator[Any]:
@@ -247,10 +267,23 @@ class FairschedStrategy(Strategy):
     reward_metric : str, optional
         When the scheduler's policy learns the utility (:mod:`fairsched.online`), every
         numeric metric of the used train replies goes to it each round
-        (:class:`~fairsched.feedback.Feedback`: ``loss``, ``num-examples``, ...), and the
-        ``num-examples``-weighted mean of this metric (e.g. a validation-accuracy gain the
-        clients report) is the round's set-level reward. Server-side evaluation arrives after
-        the round is closed and is not used as a reward.
+        (:class:`~fairsched.feedback.Feedback`: ``loss``, ``num-examples``, ...), and this
+        metric, taken from ``reward_from``, is the round's set-level reward.
+    reward_from : {"train", "evaluate", "server"}
+        ``"train"``: the ``weighted_by_key``-weighted mean of ``reward_metric`` over the
+        used train replies (e.g. a validation-accuracy gain the clients report);
+        ``"evaluate"``: ``reward_metric`` of ``inner.aggregate_evaluate``'s record (the
+        federated evaluation of the round's new model; the evaluated workers' own metrics
+        reach the policy too, named ``evaluate.<metric>``); ``"server"``: ``reward_metric`` of
+        the record ``evaluate_fn`` returns in :meth:`start` (a server-side evaluation).
+        With the last two the policy learns the round after its evaluation, and the
+        round's history line and checkpoint are written then (so a resumed run has learned
+        exactly what the original had); a round whose evaluation did not happen or lacks
+        the metric teaches the policy its train metrics without a reward.
+    reward_change : bool
+        The reward is the change of the metric since the previous round (``"server"``:
+        since the initial evaluation in round 1) instead of its value; a round after one
+        without the metric has no reward.
     **fedavg_kwargs
         For the default ``FedAvg`` (``fraction_evaluate``, ``min_evaluate_nodes``,
         ``weighted_by_key``, ``arrayrecord_key``, ``configrecord_key``, ``*_metrics_aggr_fn``).
@@ -269,6 +302,8 @@ class FairschedStrategy(Strategy):
                  max_backoff_rounds: int = 32,
                  evaluate_nodes: str = "workers",
                  reward_metric: str | None = None,
+                 reward_from: str = "train",
+                 reward_change: bool = False,
                  checkpoint_path: str | os.PathLike[str] | None = None,
                  resume: bool | str = False,
                  history_path: str | os.PathLike[str] | None = None,
@@ -299,6 +334,10 @@ class FairschedStrategy(Strategy):
             raise ValueError(f"resume must be False, True or 'auto', got {resume!r}")
         if resume and checkpoint_path is None:
             raise ValueError("resume needs a checkpoint_path")
+        if reward_from not in REWARD_SOURCES:
+            raise ValueError(f"reward_from must be one of {', '.join(REWARD_SOURCES)}, got {reward_from!r}")
+        if reward_metric is None and (reward_from != "train" or reward_change):
+            raise ValueError("reward_from and reward_change say where the reward_metric comes from: give reward_metric")
         if int(query_attempts) < 1:
             raise ValueError(f"query_attempts must be >= 1, got {query_attempts}")
 
@@ -336,6 +375,8 @@ class FairschedStrategy(Strategy):
         self.overcommit = int(overcommit)
         self.evaluate_nodes = evaluate_nodes
         self.reward_metric = reward_metric
+        self.reward_from = reward_from
+        self.reward_change = bool(reward_change)
         self.checkpoint_path = checkpoint_path
         self.resume = resume
         self.history_path = history_path
@@ -351,6 +392,10 @@ class FairschedStrategy(Strategy):
         self._last: dict[str, Any] | None = None  # the previous round's lists, for the diffs
         self._pending: dict[str, Any] | None = None
         self._evaluating: dict[str, Any] | None = None
+        #: a round whose learning waits for its evaluation: ``served``, ``feedback`` and the history line
+        self._learning: dict[str, Any] | None = None
+        self._reward_before: float | None = None  # the reward metric's previous value (``reward_change``)
+        self._reward_warned = False
         self._global: ArrayRecord | None = None
         self._model: ArrayRecord | None = None
         self._fingerprint: str | None = None
@@ -522,6 +567,7 @@ class FairschedStrategy(Strategy):
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
         """Choose ``S_t`` (and the backups) among the available workers; ``inner`` builds their messages."""
+        self._learn_without_reward()
         started, clock = time.time(), time.perf_counter()
         if self.engine.pending is not None:
             raise FairschedError(f"configure_train: scheduler round {self.engine.round + 1} was selected but "
@@ -685,7 +731,9 @@ class FairschedStrategy(Strategy):
         workers = np.array([w for w, _ in used], dtype=np.int64)
         selected = set(pending["selected"].tolist())
         served = np.array([w for w in workers.tolist() if w in selected], dtype=np.int64)
-        self.engine.observe(served, self._feedback(used))
+        feedback = self._feedback(used)
+        waits = feedback is not None and self.reward_from != "train"
+        self.engine.observe(served, None if waits else feedback)
         self.counts.used[workers] += 1
         self.rounds_run += 1
 
@@ -707,7 +755,16 @@ class FairschedStrategy(Strategy):
 
         entry = self._round_line(pending, served, workers, weights, step, failed, lost, missing, surplus,
                                  arrays is not None, ex)
-        self._record(entry)
+        t = self.timings
+        entry["overhead_ms"] = round(1e3 * (t["configure"] - t["inner_configure"] + time.perf_counter()
+                                             - t["aggregate_started"] - t["inner_aggregate"]), 3)
+        if waits:
+            self._learning = {"server_round": server_round, "served": served, "rows": _metric_rows(used),
+                              "entry": entry}
+        else:
+            if feedback is not None:
+                entry["reward"] = feedback.reward
+            self._record(entry)
         self.timings["aggregate"] = time.perf_counter() - clock
         return arrays, metrics
 
@@ -755,25 +812,59 @@ class FairschedStrategy(Strategy):
 
         if type(self.engine.policy).learn is Policy.learn or not used:
             return None
-        rows: dict[int, dict[str, float]] = {}
-        for w, reply in used:
-            row: dict[str, float] = {}
-            for record in reply.content.metric_records.values():
-                for key, value in record.items():
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        row[key] = float(value)
-            rows[w] = row
-        workers = np.array(sorted(rows), dtype=np.int64)
-        names = sorted({name for row in rows.values() for name in row})
-        metrics = {name: np.array([rows[int(w)].get(name, math.nan) for w in workers]) for name in names}
-        reward = None
-        if self.reward_metric is not None and self.reward_metric in metrics:
-            values = metrics[self.reward_metric]
-            sizes = metrics.get(self.weighted_by_key, np.ones(workers.size))
-            keep = np.isfinite(values) & np.isfinite(sizes) & (sizes > 0)
+        feedback = Feedback.from_rows(None, _metric_rows(used))
+        if self.reward_from != "train" or self.reward_metric is None:
+            return feedback
+        value = None
+        workers, values = feedback.metric(self.reward_metric)
+        if values.size:
+            sizes = feedback.metrics.get(self.weighted_by_key, np.ones(feedback.workers.size))
+            sizes = sizes[np.isin(feedback.workers, workers)]
+            keep = np.isfinite(sizes) & (sizes > 0)
             if keep.any():
-                reward = float(np.average(values[keep], weights=sizes[keep]))
-        return Feedback(reward, workers, metrics)
+                value = float(np.average(values[keep], weights=sizes[keep]))
+        return replace(feedback, reward=self._reward(value))
+
+    def _reward(self, value: float | None) -> float | None:
+        """The round's reward from the reward metric's ``value`` (its change with ``reward_change``)."""
+        if value is None and not self._reward_warned:
+            self._reward_warned = True
+            logger.warning("fairsched: round without %s in its %s metrics: the learning policy gets no reward for "
+                           "it (warned once)", self.reward_metric, self.reward_from)
+        if not self.reward_change:
+            return value
+        before, self._reward_before = self._reward_before, value
+        return None if value is None or before is None else value - before
+
+    def _metric_value(self, record: MetricRecord | None) -> float | None:
+        """``reward_metric``'s finite numeric value in ``record``, or ``None``."""
+        value = None if record is None else record.get(self.reward_metric)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            return None
+        return float(value)
+
+    def _learn(self, server_round: int, record: MetricRecord | None,
+               evaluated: list[tuple[int, Message]] | None = None) -> None:
+        """The waiting round learns, with the reward from its evaluation ``record`` (and the
+        ``evaluated`` workers' replies' metrics, named ``evaluate.<metric>``), and is recorded."""
+        waiting, self._learning = self._learning, None
+        if waiting is None:
+            return
+        if waiting["server_round"] != server_round:
+            raise FairschedError(f"round {server_round}'s evaluation arrived while round {waiting['server_round']} "
+                                 f"waits for its own")
+        rows = waiting["rows"]
+        for w, row in _metric_rows(evaluated or [], prefix="evaluate.").items():
+            rows.setdefault(w, {}).update(row)
+        reward = self._reward(self._metric_value(record))
+        self.engine.learn(waiting["served"], Feedback.from_rows(reward, rows))
+        waiting["entry"]["reward"] = reward
+        self._record(waiting["entry"])
+
+    def _learn_without_reward(self) -> None:
+        """A round still waiting for its evaluation (none came) learns without a reward."""
+        if self._learning is not None:
+            self._learn(self._learning["server_round"], None)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         """``inner``'s aggregation; nodes that missed the evaluation deadline are held back like in training."""
@@ -789,7 +880,13 @@ class FairschedStrategy(Strategy):
                     self.health.answered(node)
                 elif ex is None or not ex.stopped_early:
                     self.health.timed_out(node, server_round, m.metadata.message_id or None)
-        return self.inner.aggregate_evaluate(server_round, replies)
+        aggregated = self.inner.aggregate_evaluate(server_round, replies)
+        if self.reward_from == "evaluate":
+            worker_of = self.directory.index
+            evaluated = [(worker_of[int(r.metadata.src_node_id)], r) for r in replies
+                         if not r.has_error() and worker_of.get(int(r.metadata.src_node_id), -1) >= 0]
+            self._learn(server_round, aggregated, evaluated)
+        return aggregated
 
     # ---------------------------------------------------------------------------------------
     # history and checkpoint
@@ -799,6 +896,8 @@ class FairschedStrategy(Strategy):
                 "target_shares": None if self._fixed_shares is None else self._fixed_shares.tolist(),
                 "leave_after": self.leave_after, "overcommit": self.overcommit,
                 "backoff": [self.health.base, self.health.cap], "weighted_by_key": self.weighted_by_key,
+                "reward_metric": self.reward_metric, "reward_from": self.reward_from,
+                "reward_change": self.reward_change,
                 "inner": type(self.inner).__name__, "n": self.problem.n, "k": self.problem.k}
 
     def _header(self) -> dict[str, Any]:
@@ -870,8 +969,6 @@ class FairschedStrategy(Strategy):
     def _record(self, entry: dict[str, Any]) -> None:
         """Append the round line, then rewrite the checkpoint (which records the history's length)."""
         t = self.timings
-        entry["overhead_ms"] = round(1e3 * (t["configure"] - t["inner_configure"] + time.perf_counter()
-                                             - t["aggregate_started"] - t["inner_aggregate"]), 3)
         self.history.append(entry)
         written = time.perf_counter()
         if self.history_path is not None:
@@ -965,7 +1062,7 @@ class FairschedStrategy(Strategy):
         arrays.update(inner_arrays)
         state = {"server_round": int(server_round), "rounds_run": self.rounds_run, "scheduler": scheduler,
                  "inner": inner, "options": self._options(), "health": self.health.state_dict(),
-                 "history_offset": self._history_offset, "time": time.time()}
+                 "history_offset": self._history_offset, "reward_before": self._reward_before, "time": time.time()}
         write_checkpoint(path, state, arrays, self._model)
 
     def restore(self, path: str | os.PathLike[str]) -> tuple[int, ArrayRecord | None]:
@@ -979,8 +1076,9 @@ class FairschedStrategy(Strategy):
         saved = state.get("options", {})
         mine = self._options()
         for key in _DECISIVE + ("policy", "count", "n", "k"):
-            if saved.get(key) != mine.get(key):
-                raise CheckpointError(f"{path}: the checkpoint has {key} = {saved.get(key)!r}, this strategy "
+            theirs = saved.get(key, _OPTION_DEFAULTS.get(key))
+            if theirs != mine.get(key):
+                raise CheckpointError(f"{path}: the checkpoint has {key} = {theirs!r}, this strategy "
                                       f"{mine.get(key)!r}")
         try:
             scheduler = state["scheduler"]
@@ -1000,6 +1098,8 @@ class FairschedStrategy(Strategy):
             s.signals.clear()
             s.probe = ""
         self._history_offset = state.get("history_offset")
+        self._reward_before = state.get("reward_before")
+        self._learning = None
         self._model = model
         self._last = None
         self._fingerprint = state["scheduler"]["problem"]
@@ -1028,6 +1128,8 @@ class FairschedStrategy(Strategy):
         continues after the checkpoint's round with its model (and returns at once if that
         round is ``num_rounds`` or later).
         """
+        if self.reward_from == "server" and evaluate_fn is None:
+            raise ValueError("reward_from='server' takes the reward from evaluate_fn's record: pass evaluate_fn")
         logger.info("Starting %s strategy:", type(self).__name__)
         log_strategy_start_info(num_rounds, initial_arrays, train_config, evaluate_config)
         self.summary()
@@ -1047,6 +1149,8 @@ class FairschedStrategy(Strategy):
         if evaluate_fn and first == 1:
             res = evaluate_fn(0, initial_arrays)
             logger.info("Initial global evaluation results: %s", res)
+            if self.reward_from == "server" and self.reward_change:
+                self._reward_before = self._metric_value(res)
             if res is not None:
                 result.evaluate_metrics_serverapp[0] = res
 
@@ -1077,8 +1181,11 @@ class FairschedStrategy(Strategy):
                 logger.info("Global evaluation")
                 res = evaluate_fn(current, arrays)
                 logger.info("\t└──> MetricRecord: %s", res)
+                if self.reward_from == "server":
+                    self._learn(current, res)
                 if res is not None:
                     result.evaluate_metrics_serverapp[current] = res
+            self._learn_without_reward()
 
         if self._history is not None:
             self._history.append(self._summary_line())
@@ -1093,7 +1200,9 @@ class FairschedStrategy(Strategy):
         return result
 
     def close(self) -> None:
-        """Close the history file (the checkpoint is complete after every round)."""
+        """Record a round still waiting for its evaluation and close the history file (the
+        checkpoint is complete after every round)."""
+        self._learn_without_reward()
         if self._history is not None:
             self._history.close()
             self._history = None

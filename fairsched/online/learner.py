@@ -11,12 +11,15 @@ a kind fairsched's policies and LP already handle, so planning with them needs n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from fairsched.feedback import Feedback
 from fairsched.utilities.base import SetFunction
+
+if TYPE_CHECKING:
+    from fairsched.problem import Problem
 
 
 class Learner(ABC):
@@ -28,6 +31,11 @@ class Learner(ABC):
         self.template = template
         self.n = int(template.n)
         self.rounds = 0
+
+    @classmethod
+    def for_problem(cls, problem: Problem) -> Learner:
+        """A learner of ``problem``'s utility structure, for its ``k`` (``TypeError`` if it does not fit)."""
+        return cls(problem.utility)
 
     def update(self, served: np.ndarray, feedback: Feedback) -> None:
         """Learn from one round: ``served`` (sorted indices) trained, ``feedback`` is what it showed."""

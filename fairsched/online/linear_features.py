@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from fairsched.utilities import (
 )
 from fairsched.utilities.base import SetFunction
 from fairsched.utilities.concave_modular import CONCAVE
+
+if TYPE_CHECKING:
+    from fairsched.problem import Problem
 
 #: ``confidence="auto"`` uses the set-level bound up to this many k-sets (it is priced by enumeration)
 SET_UCB_LIMIT = 20_000
@@ -128,6 +131,11 @@ class LinearFeaturesLearner(Learner):
         self.sum_y2 = 0.0
         self.observations = 0
         self.phi_max = float(self._phi(np.ones((1, self.n), dtype=bool)).max(initial=1.0))
+
+    @classmethod
+    def for_problem(cls, problem: Problem) -> LinearFeaturesLearner:
+        """Sized for ``problem``'s ``k`` (which picks the confidence set, see ``confidence``)."""
+        return cls(problem.utility, k=problem.k)
 
     def _update(self, served: np.ndarray, feedback: Feedback) -> None:
         if feedback.reward is None:

@@ -59,7 +59,7 @@ def make_learner(name: str, problem: Problem) -> Learner:
     except KeyError:
         raise FairschedError(f"unknown learner {name!r}; known: {', '.join(LEARNERS)}") from None
     try:
-        return cls(problem.utility, k=problem.k) if cls is LinearFeaturesLearner else cls(problem.utility)
+        return cls.for_problem(problem)
     except TypeError as exc:
         raise FairschedError(f"learner {name!r}: {exc}") from None
 

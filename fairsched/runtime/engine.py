@@ -117,6 +117,13 @@ class Engine:
         self.round += 1
         self.pending = None
 
+    def learn(self, served: np.ndarray, feedback: Feedback) -> None:
+        """Feedback for the round just observed (:meth:`observe` without it), arriving later:
+        e.g. the evaluation of the model that round trained."""
+        if self.pending is not None:
+            raise FairschedError(f"round {self.round + 1} is selected: feedback for round {self.round} came too late")
+        self.policy.learn(np.asarray(served, dtype=np.int64), feedback)
+
     def _check_served(self, served: np.ndarray) -> np.ndarray:
         served = np.asarray(served, dtype=np.int64)
         strangers = np.setdiff1d(served, self.pending)
