@@ -18,6 +18,11 @@ import numpy as np
 from fairsched.errors import FairschedError
 
 
+def is_count(name: str) -> bool:
+    """Whether metric ``name`` counts something (``num-examples``, ``num_batches``...): never negative."""
+    return name.startswith(("num-", "num_"))
+
+
 @dataclass(frozen=True)
 class Feedback:
     """One round's observations, by worker index.
@@ -52,8 +57,9 @@ def feedback_from_ids(data: Any, index_of: dict[str, int]) -> Feedback:
     """A :class:`Feedback` from the JSON-like form the server API takes.
 
     ``{"reward": 0.012, "workers": {"u1": {"loss": 0.7, "num-examples": 120}, ...}}`` (both
-    keys optional); ids are mapped to indices with ``index_of``. Unknown ids, non-numeric
-    values and a non-finite reward are a :class:`FairschedError` naming what is wrong.
+    keys optional); ids are mapped to indices with ``index_of``. Unknown ids, non-numeric or
+    non-finite values (reward or metric) and negative counts (:func:`is_count`) are a
+    :class:`FairschedError` naming what is wrong.
     """
     if isinstance(data, Feedback):
         return data
@@ -82,6 +88,11 @@ def feedback_from_ids(data: Any, index_of: dict[str, int]) -> Feedback:
         for name, value in metrics.items():
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                 raise FairschedError(f"feedback: metric {name!r} of {worker_id!r} must be a number, got {value!r}")
+            if not math.isfinite(float(value)):
+                raise FairschedError(f"feedback: metric {name!r} of {worker_id!r} must be finite, got {value!r}")
+            if is_count(str(name)) and value < 0:
+                raise FairschedError(f"feedback: metric {name!r} of {worker_id!r} counts something and cannot be "
+                                     f"negative, got {value!r}")
             row[str(name)] = float(value)
         rows[index_of[worker_id]] = row
     return Feedback.from_rows(reward, rows)

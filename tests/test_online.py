@@ -125,12 +125,50 @@ def test_the_scheduler_passes_feedback_and_restores_what_was_learned(tmp_path) -
         feedback = {"reward": 0.8, "workers": {i: {"num-examples": 300.0} for i in chosen}}
         scheduler.observe(t, chosen, feedback=feedback)
         restored.observe(t, chosen, feedback=feedback)
-    with pytest.raises(FairschedError, match="unknown worker id 'nobody'"):
-        s = fs.Scheduler(hidden, make(), seed=3)
-        s.observe(1, s.select(1), feedback={"workers": {"nobody": {"loss": 1.0}}})
-    with pytest.raises(FairschedError, match="reward must be a finite number"):
-        s = fs.Scheduler(hidden, make(), seed=3)
-        s.observe(1, s.select(1), feedback={"reward": float("nan")})
+
+
+@pytest.mark.parametrize(("feedback", "message"), [
+    ({"reward": float("nan")}, "reward must be a finite number"),
+    ({"reward": "0.3"}, "reward must be a finite number"),
+    ({"workers": {"nobody": {"loss": 1.0}}}, "unknown worker id 'nobody'"),
+    ({"workers": {"SELECTED": {"loss": float("nan")}}}, "metric 'loss' of 'u.*' must be finite"),
+    ({"workers": {"SELECTED": {"num-examples": -3}}}, "counts something and cannot be negative"),
+    ({"workers": {"SELECTED": {"num-examples": "many"}}}, "must be a number"),
+    ({"rewards": 1.0}, "unknown key"),
+])
+def test_bad_feedback_is_a_clear_error_and_changes_nothing(feedback, message) -> None:
+    """Refused before anything is recorded: the round stays open, the learner and the counts are
+    as before, and the same round can then be observed with good feedback."""
+    truth = fs.load_instance("paper")
+    hidden = fs.Problem(HiddenUtility(truth.n), truth.k, truth.r, truth.ids)
+    s = fs.Scheduler(hidden, OnlinePolicy("lp-sequenced", AccuracyCurveLearner(truth.utility)), seed=3)
+    for t in (1, 2):
+        s.observe(t, s.select(t), feedback={"reward": 0.5})
+    ids = s.select(3)
+    before = s.state_dict()
+    if "workers" in feedback and "SELECTED" in feedback["workers"]:
+        feedback = {"workers": {ids[0]: feedback["workers"]["SELECTED"]}}
+    with pytest.raises(FairschedError, match=message):
+        s.observe(3, ids, feedback=feedback)
+    assert s.state_dict() == before
+    s.observe(3, ids, feedback={"reward": 0.5, "workers": {ids[0]: {"num-examples": 10}}})
+    assert s.round == 3 and s.policy.learner.rounds == 3
+
+
+def test_feedback_for_a_round_not_yet_selected_is_refused() -> None:
+    truth = fs.load_instance("paper")
+    hidden = fs.Problem(HiddenUtility(truth.n), truth.k, truth.r, truth.ids)
+    s = fs.Scheduler(hidden, OnlinePolicy("lp-sequenced", AccuracyCurveLearner(truth.utility)), seed=3)
+    with pytest.raises(FairschedError, match="round 1 was not selected"):
+        s.observe(1, [], feedback={"reward": 1.0})
+    s.observe(1, s.select(1), feedback={"reward": 1.0})
+    with pytest.raises(FairschedError, match="round 2 was not selected"):
+        s.observe(2, [], feedback={"reward": 1.0})
+    before = s.state_dict()
+    s.select(2)
+    with pytest.raises(FairschedError, match="feedback for round 1 came too late"):
+        s.engine.learn(np.zeros(0, dtype=np.int64), Feedback(1.0))
+    assert s.policy.learner.rounds == 1 and before["round"] == s.round
 
 
 def test_a_learning_policy_never_sees_the_true_utility() -> None:

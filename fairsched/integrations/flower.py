@@ -96,7 +96,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without flwr
                       "pip install 'flwr>=1.42,<1.43', or from a fairsched checkout: pip install '.[flower]'") from exc
 
 from fairsched.errors import CheckpointError, FairschedError
-from fairsched.feedback import Feedback
+from fairsched.feedback import Feedback, is_count
 from fairsched.integrations import flower_weights as _weights
 from fairsched.integrations.flower_grid import Exchange, NodeSubsetGrid, exchange
 from fairsched.integrations.flower_nodes import (
@@ -166,14 +166,23 @@ _OPTION_DEFAULTS = {"reward_metric": None, "reward_from": "train", "reward_chang
 
 
 def _metric_rows(replies: Iterable[tuple[int, Message]], prefix: str = "") -> dict[int, dict[str, float]]:
-    """``{worker: {prefix + metric: value}}``: the numeric entries of the replies' metric records."""
+    """``{worker: {prefix + metric: value}}``: the numeric entries of the replies' metric records.
+
+    A client's non-finite value or negative count is left out (logged): one bad client must
+    not stop the server, and the learner treats it as not reported.
+    """
     rows: dict[int, dict[str, float]] = {}
     for w, reply in replies:
         row = rows.setdefault(w, {})
         for record in reply.content.metric_records.values():
             for key, value in record.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    row[prefix + key] = float(value)
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                if not math.isfinite(value) or (is_count(key) and value < 0):
+                    logger.warning("fairsched: node %s reported %s = %r; left out of the learner's feedback",
+                                   reply.metadata.src_node_id, key, value)
+                    continue
+                row[prefix + key] = float(value)
     return rows
 
 
