@@ -8,8 +8,10 @@ them periodic floors with ``Σ r = k`` exactly (``1/D`` for the strong workers, 
 ones share the rest in multiples of ``1/D``, ``D`` in 3, 4, 6), prints one row per instance:
 ``U_opt`` (the LP of Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A
 Multi-Round Submodular Maximization Approach", Problem (5)), the time-average ratio of
-lp-sequenced over ``rounds`` rounds and its largest debt, and, where ``Σ r = k`` with
-rational floors, the best ratio any schedule with debt < 1 can reach
+lp-sequenced over ``rounds`` rounds and its largest debt, the same for its deficit
+sequencing alone (``period_states=0``: without the exact period of
+:mod:`fairsched.policies.exact_period`), and, where ``Σ r = k`` with rational floors, the
+best ratio any schedule with debt < 1 can reach
 (:func:`fairsched.policies.best_schedule.best_schedule`; ``-`` elsewhere).
 """
 
@@ -26,6 +28,7 @@ import fairsched as fs
 from fairsched.instances.generators import _costly_floors, facility_location_instance
 from fairsched.instances.io import problem_from_table
 from fairsched.lp.solve import optimum
+from fairsched.policies import LPSequenced
 from fairsched.policies.best_schedule import best_schedule, period_of
 from fairsched.problem import Problem
 
@@ -64,16 +67,19 @@ def row(i: int, rounds: int) -> dict[str, object]:
     """The measurements of instance ``i`` over ``rounds`` rounds."""
     label, problem, periodic = instance(i)
     opt = optimum(problem)
-    schedule = fs.run(problem, "lp-sequenced", rounds)
-    report = fs.evaluate(schedule, problem, opt)
+    report = fs.evaluate(fs.run(problem, "lp-sequenced", rounds), problem, opt)
+    alone = fs.run(problem, LPSequenced(period_states=0), rounds)
+    alone_report = fs.evaluate(alone, problem, opt)
     best = None
     if periodic:
         # with Σ r = k any schedule with debt < 1 is back at its start after each period, so
-        # lp-sequenced's first period is a feasible incumbent that prunes the search
-        first = [schedule.selected(t) for t in range(period_of(problem.r))]
+        # deficit sequencing's first period is a feasible incumbent that prunes the search
+        first = [alone.selected(t) for t in range(period_of(problem.r))]
         best = best_schedule(problem, opt.fairness_price, incumbent=first).value / opt.value
     return {"instance": label, "sum_r/k": float(problem.r.sum()) / problem.k, "U_opt": opt.value,
-            "lp_sequenced_ratio": report.ratio, "best_debt_below_1_ratio": best, "max_debt": report.max_debt}
+            "lp_sequenced_ratio": report.ratio, "max_debt": report.max_debt,
+            "deficit_sequencing_ratio": alone_report.ratio, "deficit_sequencing_max_debt": alone_report.max_debt,
+            "best_debt_below_1_ratio": best}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,13 +87,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=20_000)
     parser.add_argument("--instances", type=int, default=32)
     args = parser.parse_args(argv)
-    print("| instance | Σr/k | U_opt | lp-sequenced ratio | best ratio, debt < 1 | lp-sequenced max debt |")
-    print("|---|---|---|---|---|---|")
+    print("| instance | Σr/k | U_opt | lp-sequenced ratio | max debt | deficit sequencing alone: ratio | max debt "
+          "| best ratio, debt < 1 |")
+    print("|---|---|---|---|---|---|---|---|")
     for i in range(args.instances):
         r = row(i, args.rounds)
         best = "-" if r["best_debt_below_1_ratio"] is None else f"{r['best_debt_below_1_ratio']:.6f}"
         print(f"| {r['instance']} | {r['sum_r/k']:.4f} | {r['U_opt']:.6f} | {r['lp_sequenced_ratio']:.6f} | "
-              f"{best} | {r['max_debt']:.6f} |", flush=True)
+              f"{r['max_debt']:.6f} | {r['deficit_sequencing_ratio']:.6f} | {r['deficit_sequencing_max_debt']:.6f} "
+              f"| {best} |", flush=True)
     return 0
 
 

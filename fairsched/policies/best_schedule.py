@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fairsched.errors import FairschedError
+from fairsched.errors import FairschedError, TooLargeError
 from fairsched.problem import Problem
 
 MAX_N = 15  # the ahead vector is n hex digits of an int64 (16 digits could overflow)
@@ -78,13 +78,15 @@ def _all_sets(n: int, k: int) -> np.ndarray:
     return masks
 
 
-def best_schedule(problem: Problem, prices: np.ndarray, incumbent: list[np.ndarray] | None = None) -> BestSchedule:
+def best_schedule(problem: Problem, prices: np.ndarray, incumbent: list[np.ndarray] | None = None,
+                  max_states: int | None = None) -> BestSchedule:
     """The cheapest period of a schedule with debt ``< 1`` (see the module docstring).
 
     ``prices`` are the LP's fairness prices ``λ`` (any ``λ`` gives the same optimum; the
     LP's make the costs of its support 0, so the search keeps few states). ``incumbent`` is a
     feasible period (``P`` sets starting from round 1), for pruning; without one, every
-    state is kept.
+    state is kept. ``max_states`` bounds the states kept over all layers (the work):
+    beyond it, :class:`~fairsched.errors.TooLargeError`.
     """
     n, k = problem.n, problem.k
     if n > MAX_N:
@@ -129,6 +131,8 @@ def best_schedule(problem: Problem, prices: np.ndarray, incumbent: list[np.ndarr
         codes, costs = layer.codes, layer.costs
         parents.append((layer.from_state, layer.via_set))
         kept += codes.size
+        if max_states is not None and kept > max_states:
+            raise TooLargeError(f"best_schedule: more than {max_states} states after {t + 1} of {P} rounds")
     end = np.flatnonzero(codes == 0)
     if end.size == 0:
         raise FairschedError("no period returns to the start: the floors cannot all be met")

@@ -27,7 +27,8 @@ import numpy as np
 
 from fairsched.errors import FairschedError, PolicyError
 from fairsched.lp import Optimum, optimum
-from fairsched.policies.base import DEBT_TOLERANCE, Policy, number_param
+from fairsched.policies.base import DEBT_TOLERANCE, Policy, count_param, number_param
+from fairsched.policies.exact_period import ExactPeriod, period_floors, search_period
 from fairsched.policies.batched import BatchedDraws
 from fairsched.policies.refill import (
     behind_by,
@@ -48,6 +49,8 @@ REDRAWS = 3
 SAFETY_DEVIATIONS = 3.0
 #: far beyond any run: the "deadline" of a worker without a floor
 NEVER = 2**62
+#: lp-sequenced's default budget for the exact-period search (states kept; about 1 s per 200,000)
+PERIOD_STATES = 2_000_000
 
 
 def plan_for(problem: Problem, given: Optimum | None) -> Optimum:
@@ -287,6 +290,14 @@ class LPSequenced(_Planned):
     not proved. At scale the guard judges only the first ``MAX_CANDIDATES`` sets in deficit
     order, so more rounds fall back to EDF (fairness is kept, utility is what is given up).
 
+    4. **Exact period** (:mod:`fairsched.policies.exact_period`). With rational floors
+       summing to ``k`` exactly on a small problem (no caps, ``n <= 15``, ``C(n, k) <=
+       10,000``, period ``<= 720``), the best period of any schedule with debt ``< 1`` is
+       searched (at most ``period_states`` states; its own first period prunes the search)
+       and, if it is worth more than the deficit sequencing's, played whenever everyone is
+       available and the counts are on it: there the LP's probabilities need not fit a
+       period and the guard's overrides cost utility.
+
     Cost per round, independent of the number of rounds: ``O(m)`` for the deficits of the
     ``m`` support sets, ``O(MAX_CANDIDATES·(W + k))`` for the guard, ``O(n)`` for its update
     (:meth:`DeadlineGuard.observe`); no ``(m, n)`` or ``(n, W)`` array.
@@ -297,20 +308,25 @@ class LPSequenced(_Planned):
         Largest extra floor ``ε`` tried; 0 disables the margin.
     loss : float
         Largest relative utility loss ``1 − U_opt(r + ε)/U_opt`` the margin may cost.
+    period_states : int
+        States the exact-period search may keep (0: never search).
     """
 
     name = "lp-sequenced"
 
-    def __init__(self, margin: float = 0.0, loss: float = 2e-4) -> None:
+    def __init__(self, margin: float = 0.0, loss: float = 2e-4, period_states: int = PERIOD_STATES) -> None:
         super().__init__()
         self.margin = number_param(self.name, "margin", margin, low=0.0, high=1.0)
         self.loss = number_param(self.name, "loss", loss, low=0.0, high=1.0, high_open=True)
+        self.period_states = count_param(self.name, "period_states", period_states, minimum=0)
 
     def params(self) -> dict[str, Any]:
-        return {"margin": self.margin, "loss": self.loss}
+        return {"margin": self.margin, "loss": self.loss, "period_states": self.period_states}
 
     def _prepare(self) -> None:
         super()._prepare()
+        self._period: ExactPeriod | None = None
+        self._period_searched = False
         self._played = np.zeros(0, dtype=np.int64)
         self._plan_start = 0  # the round after which the current plan's sets are counted
         self._guard = DeadlineGuard(self.problem.r, self.problem.k)
@@ -320,11 +336,35 @@ class LPSequenced(_Planned):
     def _install(self, opt: Optimum) -> None:
         super()._install(opt)
         self._played = np.zeros(len(self._sets), dtype=np.int64)
+        self._index = {tuple(S.tolist()): j for j, S in enumerate(self._sets)}
+        self._period, self._period_searched = None, False
 
     def _resume(self) -> None:
         # a new plan: its sets' deficits count from now, not from round 0
         self._plan_start = self.t
         self._guard.rebuild(self.counts, self.t + 1)
+
+    def _search_period(self) -> None:
+        """Find the exact period once per plan (see :mod:`fairsched.policies.exact_period`)."""
+        self._period_searched = True
+        eligible = period_floors(self.problem) if self.period_states else None
+        if eligible is None:
+            return
+        sets = search_period(self.problem, self._plan.fairness_price, self._own_period, self.period_states)
+        if sets is not None:
+            self._period = ExactPeriod(sets, eligible[1])
+
+    def _own_period(self, P: int) -> list[np.ndarray]:
+        """The first ``P`` rounds deficit sequencing plays from the start, everyone available."""
+        probe = LPSequenced(self.margin, self.loss, period_states=0)
+        probe.use_optimum(self._plan)
+        probe.reset(replace(self.problem, availability=None), seed=0)
+        sets = []
+        for _ in range(P):
+            S = probe.select()
+            probe.observe(S)
+            sets.append(S)
+        return sets
 
     def _solve(self, exact: Optimum) -> tuple[float, Optimum]:
         r, k = np.asarray(self.problem.r, dtype=float), self.problem.k
@@ -353,6 +393,16 @@ class LPSequenced(_Planned):
         self.plan()
         t = self.t + 1
         full = available is self._everyone or available.all()
+        if not self._period_searched:
+            self._search_period()
+        if self._period is not None:
+            chosen = self._period.set_for(t, self.counts) if full else None
+            if chosen is not None:
+                j = self._index.get(tuple(chosen.tolist()))
+                if j is not None:
+                    self._played[j] += 1
+                return chosen
+            self._period.leave()
         ranked = self._candidates(t)
         if full:
             blocked, urgent = 0, None
@@ -388,10 +438,13 @@ class LPSequenced(_Planned):
     def forgive(self, workers: np.ndarray) -> None:
         super().forgive(workers)
         self._guard.rebuild(self.counts, self.t + 1)
+        if self._period is not None:
+            self._period.leave()
 
     def _extra_state(self) -> dict[str, Any]:
         return {**super()._extra_state(), "played": self._played.tolist(), "guarded_rounds": self.guarded_rounds,
-                "plan_start": self._plan_start}
+                "plan_start": self._plan_start, "period_searched": self._period_searched,
+                "period": None if self._period is None else self._period.state_dict()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         super()._load_extra_state(state)
@@ -401,10 +454,15 @@ class LPSequenced(_Planned):
         self.guarded_rounds = int(state["guarded_rounds"])
         self._plan_start = int(state.get("plan_start", 0))
         self._guard.rebuild(self.counts, self.t + 1)
+        self._period_searched = bool(state.get("period_searched", False))
+        stored = state.get("period")
+        self._period = None if stored is None else ExactPeriod.from_state(stored)
 
     def diagnostics(self, u_opt: float | None) -> dict[str, Any]:
         return {"margin_epsilon": self.epsilon, "support_size": len(self._sets),
-                "guarded_rounds": self.guarded_rounds, "planned_value": self.optimum.value}
+                "guarded_rounds": self.guarded_rounds, "planned_value": self.optimum.value,
+                "exact_period": None if self._period is None else self._period.length,
+                "exact_period_rounds": 0 if self._period is None else self._period.rounds}
 
 
 class DeadlineGuard:
