@@ -104,9 +104,6 @@ SMOOTHING_START = 0.5
 SMOOTHING_MAX = 0.9999
 #: mis-pricings in one sequence before pricing at the master's own duals (Pessoa et al. 2018)
 MAX_MISPRICES = 10
-#: with a heuristic, the exact pricing still runs at least every this many iterations, so the
-#: certified bound (which only exact calls tighten) cannot freeze while columns keep coming
-EXACT_EVERY = 10
 #: the least time such a call for the bound is given
 MIN_BOUND_SECONDS = 0.5
 
@@ -660,7 +657,7 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             state.offer(solution, master.value(solution), master.size)
         lam, mu = solution.lam, solution.mu
         threshold = tol * max(1.0, abs(mu) / master.scale) * master.scale
-        budget = _exact_budget(overdue, iteration - last_exact, state)
+        budget = _exact_budget(overdue, state)
         cols, vals, entering, result, exact_ran = _price_smoothed(
             price_at, price, heuristic, smoother, certificate, lam, mu, threshold, feasible, r, stop_at,
             bound_budget=budget)
@@ -700,12 +697,15 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
     return "iteration-limit", iteration
 
 
-def _exact_budget(overdue: bool, since: int, state: _State) -> float | None:
+def _exact_budget(overdue: bool, state: _State) -> float | None:
     """Seconds for an exact pricing call made only for its bound (the heuristic found columns),
     or ``None`` for no such call.
 
-    It is made every :data:`EXACT_EVERY` iterations while exact calls took at most a third of
-    the time so far, or when the gap stagnates (``overdue``).  The budget is the largest of
+    It is made in every iteration in which exact calls so far took at most a third of
+    the time so far, or when the gap stagnates (``overdue``): where exact calls are cheap the
+    bound then follows every master (facility location ``n = 200``, ``k = 20``, 40 points:
+    optimal in 53 s, against the time limit at 60 s with a gap of 5e-3 when it ran only every
+    10th iteration), and where they are dear the one-third share throttles them.  The budget is the largest of
     :data:`MIN_BOUND_SECONDS`, a quarter of the time since the start, **twice the last exact
     call that finished** and twice the budget of a call that was cut short
     (``state.bound_budget``).  Why: a MILP pricing call costs what it costs (facility location
@@ -715,7 +715,7 @@ def _exact_budget(overdue: bool, since: int, state: _State) -> float | None:
     loop ended ``"tailing-off"`` on the bound of its first exact call.
     """
     elapsed = time.perf_counter() - state.started
-    if overdue or (since >= EXACT_EVERY and state.exact_seconds <= elapsed / 3):
+    if overdue or state.exact_seconds <= elapsed / 3:
         return max(MIN_BOUND_SECONDS, 0.25 * elapsed, 2.0 * state.last_exact_seconds, state.bound_budget)
     return None
 
