@@ -740,9 +740,10 @@ class FairschedStrategy(Strategy):
         workers = np.array([w for w, _ in used], dtype=np.int64)
         selected = set(pending["selected"].tolist())
         served = np.array([w for w in workers.tolist() if w in selected], dtype=np.int64)
-        feedback = self._feedback(used)
-        waits = feedback is not None and self.reward_from != "train"
-        self.engine.observe(served, None if waits else feedback)
+        rows = self._learning_rows(used)
+        waits = rows is not None and self.reward_from != "train"
+        feedback = None if rows is None or waits else self._feedback(rows)
+        self.engine.observe(served, feedback)
         self.counts.used[workers] += 1
         self.rounds_run += 1
 
@@ -768,8 +769,7 @@ class FairschedStrategy(Strategy):
         entry["overhead_ms"] = round(1e3 * (t["configure"] - t["inner_configure"] + time.perf_counter()
                                              - t["aggregate_started"] - t["inner_aggregate"]), 3)
         if waits:
-            self._learning = {"server_round": server_round, "served": served, "rows": _metric_rows(used),
-                              "entry": entry}
+            self._learning = {"server_round": server_round, "served": served, "rows": rows, "entry": entry}
         else:
             if feedback is not None:
                 entry["reward"] = feedback.reward
@@ -815,13 +815,18 @@ class FairschedStrategy(Strategy):
         self._evaluating = {"server_round": server_round, "messages": messages, "exchange": None}
         return messages
 
-    def _feedback(self, used: list[tuple[int, Message]]) -> Feedback | None:
-        """The train replies' numeric metrics (and the reward metric), for a policy that learns."""
+    def _learning_rows(self, used: list[tuple[int, Message]]) -> dict[int, dict[str, float]] | None:
+        """The used train replies' numeric metrics by worker, when the policy learns (else ``None``)."""
         from fairsched.policies.base import Policy  # not at import: the ClientApp side stays light
 
         if type(self.engine.policy).learn is Policy.learn or not used:
             return None
-        feedback = Feedback.from_rows(None, _metric_rows(used))
+        return _metric_rows(used)
+
+    def _feedback(self, rows: dict[int, dict[str, float]]) -> Feedback:
+        """The train metrics ``rows`` (and, with ``reward_from="train"``, the reward metric's
+        weighted mean as the reward), for a policy that learns."""
+        feedback = Feedback.from_rows(None, rows)
         if self.reward_from != "train" or self.reward_metric is None:
             return feedback
         value = None
