@@ -59,6 +59,23 @@ def test_a_restored_scheduler_continues_the_period_exactly(tmp_path):
         b.observe(t, chosen)
 
 
+def test_a_state_saved_before_the_exact_period_still_loads():
+    _, problem, _ = instance(10)
+    a = fs.Scheduler(problem, "lp-sequenced", seed=1)
+    for t in range(1, 4):
+        a.observe(t, a.select(t))
+    state = a.state_dict()
+    del state["policy"]["params"]["period_states"]
+    for key in ("period", "period_searched"):
+        del state["policy"][key]
+    b = fs.Scheduler(problem, "lp-sequenced", seed=1)
+    b.load_state_dict(state)
+    assert b.round == 3 and (b.policy.counts == a.policy.counts).all()
+    for t in range(4, 30):  # deficit sequencing until the next period boundary on the counts, then the period
+        b.observe(t, b.select(t))
+    assert b.policy._period is not None
+
+
 def test_unavailability_leaves_the_period_and_it_is_entered_again():
     """A round with a worker away is decided by deficit sequencing under the guard; once the
     counts are back on the period at a period boundary, the period is played again."""

@@ -441,6 +441,13 @@ class LPSequenced(_Planned):
         if self._period is not None:
             self._period.leave()
 
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        params = state.get("params")
+        if isinstance(params, dict) and "period_states" not in params:
+            # a state saved before the exact period existed: it ran with the search's default
+            state = {**state, "params": {**params, "period_states": PERIOD_STATES}}
+        super().load_state_dict(state)
+
     def _extra_state(self) -> dict[str, Any]:
         return {**super()._extra_state(), "played": self._played.tolist(), "guarded_rounds": self.guarded_rounds,
                 "plan_start": self._plan_start, "period_searched": self._period_searched,
