@@ -75,6 +75,9 @@ def add_simulate_parser(subparsers: Any, **kwargs: Any) -> argparse.ArgumentPars
     online.add_argument("--seed", type=int, default=0, help="seed of the policy and of the noise (default 0)")
     online.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     online.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    from fairsched.cli.simulate_validity import add_validity_parser
+
+    add_validity_parser(inner, **kwargs)
     return simulate
 
 
@@ -93,8 +96,12 @@ def simulate_command(args: argparse.Namespace, output: Output) -> int:
     simulation = getattr(args, "simulation", None)
     if simulation == "online":
         return _online(args, output)
+    if simulation == "utility-validity":
+        from fairsched.cli.simulate_validity import validity_command
+
+        return validity_command(args, output)
     if simulation != "fedipw":
-        raise FairschedError(f"unknown simulation {simulation!r}; known: fedipw, online")
+        raise FairschedError(f"unknown simulation {simulation!r}; known: fedipw, online, utility-validity")
     return _fedipw(args, output)
 
 

@@ -1,0 +1,150 @@
+"""Data-generating processes for validating target-population utilities.
+
+Every DGP returns a :class:`ValidityPopulation`: the clients' data stored stratum by
+stratum, the workers (enrolled clients), the IPW-estimated shares ``π̂`` the utilities and
+the aggregation use, the true target ``F = Σ_j π_j F_j`` with ``F*``, and a held-out
+validation objective ``Σ_j π̂_j V_j`` (examples the workers could hold out) on which pilot
+runs are scored, so nothing fitted sees the true target.
+
+- ``"bundled"``: the population of :func:`fairsched.experiments.fair_population.make_stratified_population`
+  (600 clients, strata urban/suburban/rural with shares 0.5/0.3/0.2, enrollment 0.5/0.4/0.06,
+  mean sizes 60/40/20, 90% home data); the enrollment model has the strata as covariates.
+- ``"unequal"``: as bundled but client sizes lognormal with σ = 1 (capped at
+  ``UNEQUAL_MAX_SIZE``) and a per-client perturbation ``δ_i ~ N(0, σ_δ²·I)`` of the model
+  parameters of all its examples, not explained by strata or covariates. The target is the
+  client-level population: ``F_j`` averages the home-distribution loss of stratum ``j``'s
+  clients.
+- ``"misspecified"``: bundled data and enrollment (driven by the stratum), but the enrollment
+  model only sees a noisy proxy ``x_i = PROXY_SHIFT[home] + N(0, 1)`` of the stratum, so
+  ``π̂`` is biased (the rural share is under-estimated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairsched.experiments.fair_population import (
+    STRATA,
+    FairPopulationConfig,
+    _examples,
+    _stratum_models,
+    make_stratified_population,
+)
+from fairsched.fl.aggregation import example_strata
+from fairsched.fl.errors import SimulationError
+from fairsched.fl.model import ClientData, Objective
+
+DGPS = ("bundled", "unequal", "misspecified")
+VALIDATION_PER_STRATUM = 2_000
+UNEQUAL_SIGMA = 1.0
+UNEQUAL_MAX_SIZE = 600
+CLIENT_EFFECT = 0.5
+TEST_PER_CLIENT = 50
+PROXY_SHIFT = (0.5, 0.0, -0.5)
+
+
+@dataclass(frozen=True, eq=False)
+class ValidityPopulation:
+    """One seed's population, as the validation harness needs it."""
+
+    dgp: str
+    home: np.ndarray            # (M,) home stratum
+    sizes: np.ndarray           # (M, J) L_{i,j}
+    data: ClientData
+    strata: np.ndarray          # (M, n_max) example stratum labels, −1 on padding
+    workers: np.ndarray         # enrolled client indices
+    shares_hat: np.ndarray      # π̂ (IPW)
+    shares_true: np.ndarray     # π (population)
+    objective: Objective        # true target F
+    f_star: float
+    validation: Objective       # Σ_j π̂_j V_j on held-out examples
+    validation_strata: np.ndarray  # stratum of every held-out example
+
+
+def _ipw(home: np.ndarray, enrolled: np.ndarray, frame: np.ndarray, names: tuple[str, ...], J: int) -> np.ndarray:
+    from fairsched.propensity import fit_enrollment, ipw_shares
+
+    members = np.flatnonzero(enrolled)
+    model = fit_enrollment(frame, enrolled, names=names)
+    return ipw_shares(home[members], model.predict(frame[members]), J)
+
+
+def _validation(parts: list[tuple[np.ndarray, np.ndarray]], shares: np.ndarray,
+                ridge: float) -> tuple[Objective, np.ndarray]:
+    X = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([np.full(p[1].size, s / p[1].size) for p, s in zip(parts, shares)])
+    return Objective(X, y, w, ridge), np.concatenate([np.full(p[1].size, j) for j, p in enumerate(parts)])
+
+
+def _bundled(seed: int, config: FairPopulationConfig, proxy: bool) -> ValidityPopulation:
+    pop = make_stratified_population(seed, config)
+    J, M = len(config.shares), config.clients
+    rng = np.random.default_rng([seed, 7])
+    if proxy:
+        x = np.asarray(PROXY_SHIFT)[pop.home] + rng.normal(size=M)
+        shares_hat = _ipw(pop.home, pop.enrolled, x[:, None], ("density",), J)
+    else:
+        shares_hat = _ipw(pop.home, pop.enrolled, np.eye(J)[pop.home][:, 1:], STRATA[1:J], J)
+    theta, mu = _stratum_models(J, config.dim)
+    parts = [_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
+    return ValidityPopulation("misspecified" if proxy else "bundled", pop.home, pop.sizes, pop.data,
+                              example_strata(pop.sizes, pop.data.X.shape[1]), np.flatnonzero(pop.enrolled),
+                              shares_hat, np.bincount(pop.home, minlength=J) / M, pop.objective, pop.f_star,
+                              *_validation(parts, shares_hat, config.train.ridge))
+
+
+def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
+    rng = np.random.default_rng([seed, 11])
+    J, d, M = len(config.shares), config.dim, config.clients
+    theta, mu = _stratum_models(J, d)
+    home = rng.choice(J, size=M, p=np.asarray(config.shares))
+    total = np.clip(np.round(np.asarray(config.mean_size)[home] * rng.lognormal(0.0, UNEQUAL_SIGMA, M)),
+                    5, UNEQUAL_MAX_SIZE).astype(int)
+    away = (1.0 - config.home_fraction) / max(1, J - 1)
+    mix = np.full((M, J), away)
+    mix[np.arange(M), home] = config.home_fraction
+    sizes = np.vstack([rng.multinomial(t, p) for t, p in zip(total, mix)]).astype(np.float64)
+    delta = CLIENT_EFFECT * rng.normal(size=(M, d))
+    n_max = int(total.max())
+    X, y, mask = np.zeros((M, n_max, d)), np.zeros((M, n_max)), np.zeros((M, n_max))
+    for i in range(M):
+        start = 0
+        for j in range(J):
+            c = int(sizes[i, j])
+            X[i, start:start + c], y[i, start:start + c] = _examples(rng, theta[j] + delta[i], mu[j], c)
+            start += c
+        mask[i, :start] = 1.0
+    enrolled = rng.random(M) < np.asarray(config.enroll)[home]
+    tests = [_examples(rng, theta[home[i]] + delta[i], mu[home[i]], TEST_PER_CLIENT) for i in range(M)]
+    objective = Objective(np.vstack([t[0] for t in tests]), np.concatenate([t[1] for t in tests]),
+                          np.full(M * TEST_PER_CLIENT, 1.0 / (M * TEST_PER_CLIENT)), config.train.ridge)
+    _, f_star = objective.solve()
+    shares_hat = _ipw(home, enrolled, np.eye(J)[home][:, 1:], STRATA[1:J], J)
+    members = np.flatnonzero(enrolled)
+    parts = []
+    for j in range(J):
+        pool = members[home[members] == j]
+        if pool.size == 0:
+            pool = members
+        who = rng.choice(pool, size=VALIDATION_PER_STRATUM)
+        Xs, ys = zip(*(_examples(rng, theta[j] + delta[i], mu[j], 1) for i in who))
+        parts.append((np.vstack(Xs), np.concatenate(ys)))
+    return ValidityPopulation("unequal", home, sizes, ClientData(X, y, mask), example_strata(sizes, n_max),
+                              members, shares_hat, np.bincount(home, minlength=J) / M, objective, f_star,
+                              *_validation(parts, shares_hat, config.train.ridge))
+
+
+def make_validity_population(dgp: str, seed: int,
+                             config: FairPopulationConfig | None = None) -> ValidityPopulation:
+    """Draw DGP ``dgp`` (one of :data:`DGPS`) for ``seed`` (``config`` defaults to the documented run)."""
+    config = FairPopulationConfig() if config is None else config
+    if dgp == "bundled":
+        return _bundled(seed, config, proxy=False)
+    if dgp == "misspecified":
+        return _bundled(seed, config, proxy=True)
+    if dgp == "unequal":
+        return _unequal(seed, config)
+    raise SimulationError(f"unknown DGP {dgp!r}; known: {', '.join(DGPS)}")
