@@ -1,4 +1,8 @@
-"""``fairsched simulate fedipw`` and ``fairsched simulate online``: simulation experiments from the command line.
+"""``fairsched simulate fedipw | online | floss | utility-validity``: simulation experiments from the command line.
+
+``floss`` (:mod:`fairsched.cli.simulate_floss`) measures how often the checked FLOSS fit flags
+a violated shadow-variable assumption; ``utility-validity`` (:mod:`fairsched.cli.simulate_validity`)
+measures how well each utility ranks worker sets by their realised target loss.
 
     fairsched simulate online INSTANCE --policy NAME [--learner NAME] --rounds T --noise SIGMA [--seed S] [--json]
 
@@ -78,6 +82,9 @@ def add_simulate_parser(subparsers: Any, **kwargs: Any) -> argparse.ArgumentPars
     from fairsched.cli.simulate_validity import add_validity_parser
 
     add_validity_parser(inner, **kwargs)
+    from fairsched.cli.simulate_floss import add_floss_parser
+
+    add_floss_parser(inner, **kwargs)
     return simulate
 
 
@@ -96,12 +103,16 @@ def simulate_command(args: argparse.Namespace, output: Output) -> int:
     simulation = getattr(args, "simulation", None)
     if simulation == "online":
         return _online(args, output)
+    if simulation == "floss":
+        from fairsched.cli.simulate_floss import floss_command
+
+        return floss_command(args, output)
     if simulation == "utility-validity":
         from fairsched.cli.simulate_validity import validity_command
 
         return validity_command(args, output)
     if simulation != "fedipw":
-        raise FairschedError(f"unknown simulation {simulation!r}; known: fedipw, online, utility-validity")
+        raise FairschedError(f"unknown simulation {simulation!r}; known: fedipw, online, floss, utility-validity")
     return _fedipw(args, output)
 
 

@@ -19,7 +19,9 @@ enter only through ``−h_i`` (``R_i/π_i = 0``), so their ``S`` is never needed
 relevant (associated with ``S``) or ``γ`` is not identified (singular Jacobian). The
 system is solved with ``scipy.optimize.root`` (``hybr`` when just identified, ``lm`` least
 squares when ``Z`` has several columns); standard errors are the sandwich
-``J⁻¹ Ω J⁻ᵀ / n`` of a just-identified M-estimator.
+``J⁻¹ Ω J⁻ᵀ / n`` of a just-identified M-estimator. :func:`fit_shadow` checks nothing;
+the over-identified, diagnosed fit (efficient GMM, Hansen's J, relevance test, multi-start)
+is :func:`fairsched.propensity.floss_diagnostics.fit_shadow_checked`.
 
 Then, as in FLOSS: sample ``k`` responders with probability ``∝ 1/π̂`` for the next round
 and aggregate their updates, optionally clipped to norm ``C`` with Gaussian noise ``σ·C``
@@ -116,7 +118,13 @@ def fit_shadow(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | None = Non
     Raises
     ------
     EstimationError
-        The root finder fails (e.g. ``Z`` unrelated to ``S``, so ``γ`` is unidentified).
+        The root finder fails (``Z`` unrelated to ``S``, so ``γ`` is unidentified, or a
+        misspecified model with no root).
+
+    No check is made that the assumption holds: a fit can succeed and still be badly
+    biased (a direct effect of ``Z`` on response, an irrelevant ``Z`` that happens to give
+    a root, a missing ``S²`` term). :func:`fairsched.propensity.floss_diagnostics.fit_shadow_checked`
+    adds Hansen's J, a relevance test and multi-start root finding.
     """
     from scipy.optimize import root
 
@@ -146,7 +154,9 @@ def fit_shadow(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | None = Non
     if not np.isfinite(sol.x).all() or (just and residual > 1e-8):
         raise EstimationError(
             f"shadow-variable moment equations not solved ({sol.message.strip()}; largest moment "
-            f"{residual:.3g}); is the shadow variable Z associated with S?")
+            f"{residual:.3g}): either Z is (nearly) unrelated to S, so γ is not identified, or the "
+            "response model or the shadow assumption R ⟂ Z | (D', S) is wrong; "
+            "fairsched.propensity.floss_diagnostics.fit_shadow_checked tells which")
     se = np.full(X.shape[1], np.nan)
     if just:
         eta = X @ sol.x
@@ -155,7 +165,8 @@ def fit_shadow(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | None = Non
         try:
             jinv = np.linalg.inv(jac)
         except np.linalg.LinAlgError:
-            raise EstimationError("shadow-variable Jacobian is singular: Z carries no information on S") from None
+            raise EstimationError("shadow-variable Jacobian is singular: γ is not identified at the solution "
+                                  "(typically Z carries no information on S)") from None
         se = np.sqrt(np.diag(jinv @ omega @ jinv.T) / n)
     d_names = tuple(names) if names is not None else tuple(f"d{j}" for j in range(p))
     return ShadowFit(sol.x, se, ("intercept", *d_names, "S"), residual, n)
