@@ -23,6 +23,13 @@ Participant ``i`` in round ``r`` gets the aggregation weight
 
 and the metric is the target-population excess loss ``F(θ_r) − F*`` for every round.
 
+``ExperimentConfig.propensity_model`` picks the enrollment model behind ``fedipw``
+(``"linear"``, the default, or a flexible model of :mod:`fairsched.propensity.flexible`:
+``"poly2"``, ``"spline"``, ``"boosting"``); ``participation_model`` does the same for the
+participation model (behind every weighted rule but the oracle). Together with
+``PopulationConfig.enroll_z1_squared`` (an enrollment term the linear model omits) this
+measures what misspecification costs and what a flexible model recovers.
+
 Optionally a fairsched policy schedules the enrolled clients: a scheduled client
 participates if it is available that round (availability is independent of the schedule,
 so inclusion is ``π^enroll·q·π^part``), and ``q̂_{i,r}``, the policy's selection probability
@@ -59,6 +66,16 @@ class ExperimentConfig:
     policy: str | None = None
     k: int | None = None
     floor: float | None = None
+    propensity_model: str = "linear"
+    participation_model: str = "linear"
+
+    def __post_init__(self) -> None:
+        from fairsched.propensity.flexible import MODELS
+
+        for name in ("propensity_model", "participation_model"):
+            if getattr(self, name) not in MODELS:
+                raise SimulationError(f"{name}: unknown propensity model {getattr(self, name)!r}; "
+                                      f"choose one of {', '.join(MODELS)}")
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,8 @@ def run_seed(level: str, seed: int, config: ExperimentConfig = ExperimentConfig(
     Z = pop.covariates
     x_pilot, _, avail_pilot = pop.draw_rounds(config.pilot_rounds, pilot_rng)
     model = fit_two_stage(Z, E, x_pilot[:, E], avail_pilot[:, E],
-                          names=("z1", "z2", "region1", "region2"), round_names=("x_round",))
+                          names=("z1", "z2", "region1", "region2"), round_names=("x_round",),
+                          model=config.propensity_model, participation_model=config.participation_model)
     pi_e_hat = np.zeros(N)
     pi_e_hat[E] = model.enroll_probability(Z[E])
 

@@ -13,7 +13,11 @@ drive both the data and the selection:
   (the gradient heterogeneity ``G`` of Morishita's bias-floor bound);
 - enrollment: ``logit π^enroll_i = a_0 + s·(z1 + z2 − [region = 2])`` with the bias
   strength ``s`` = 0 / 0.5 / 1.0 / 1.5 for the levels none / mild / moderate / severe
-  (``a_0 = 0``: about half the population enrolls);
+  (``a_0 = 0``: about half the population enrolls); with
+  ``PopulationConfig.enroll_z1_squared = c ≠ 0`` the index gains a term the linear
+  propensity model omits, ``s·(z1 + z2 − [region = 2] + c·(z1² − 1))`` (the misspecified
+  enrollment of ``docs/selection_bias.md`` §7; ``c = 0``, the default, draws exactly the
+  populations of before);
 - participation in round ``r`` of the enrolled: ``logit π^part_{i,r} = b_0 + b_z·z1 + x_{i,r}``
   (``b_0 = 0``, ``b_z = 0.25``) with a round covariate ``x_{i,r} ~ N(0, 1)`` (battery,
   network) drawn afresh every round.
@@ -58,6 +62,7 @@ class PopulationConfig:
     part_intercept: float = 0.0
     part_z1: float = 0.25
     heterogeneity: float = 1.0
+    enroll_z1_squared: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +122,8 @@ def make_population(level: str, seed: Seed,
     X = np.concatenate([np.ones((N, n, 1)), rng.normal(size=(N, n, d - 1))], axis=2)
     y = (rng.random((N, n)) < sigmoid(np.einsum("ind,id->in", X, theta))).astype(np.float64)
     index = z[:, 0] + z[:, 1] - (region == 2)
+    if config.enroll_z1_squared != 0:
+        index = index + config.enroll_z1_squared * (z[:, 0] ** 2 - 1.0)
     pi_enroll = sigmoid(config.enroll_intercept + s * index)
     enrolled = rng.random(N) < pi_enroll
     if enrolled.sum() < 10:

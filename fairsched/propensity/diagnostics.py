@@ -5,6 +5,16 @@
 - absolute standardised mean difference of covariate ``x`` between a weighted sample and
   the target population, ``ASMD = |x̄_w − x̄_target| / sd_target``, before (design weights)
   and after (adjusted weights) adjustment;
+- ASMD of nonlinear terms: balance on the covariates' means does not imply balance on
+  their spread or joint distribution. :func:`nonlinear_terms` expands ``Z`` into the
+  squares of its non-binary columns and all pairwise products, and
+  :func:`nonlinear_balance` reports the ASMD of covariates and terms together, flagging
+  every term above ``ASMD_THRESHOLD = 0.1`` after weighting (the customary cut-off for a
+  standardised difference, Austin, "Balance diagnostics for comparing the distribution of
+  baseline covariates between treatment groups in propensity-score matched samples",
+  Statistics in Medicine, 2009). A linear propensity model balances, in expectation,
+  exactly the terms it contains; an imbalanced square or product after weighting is the
+  sign of an omitted nonlinear term (``docs/selection_bias.md`` §3);
 - trimming: cap weights at a quantile or at ``max_ratio × mean`` and rescale so the total
   weight is unchanged (repeated until the cap holds after rescaling).
 
@@ -23,6 +33,9 @@ import numpy as np
 from fairsched.propensity.errors import ShapeError
 from fairsched.propensity.validation import as_matrix, as_vector
 from fairsched.results import Result
+
+# The usual cut-off for an absolute standardised mean difference (Austin 2009).
+ASMD_THRESHOLD = 0.1
 
 
 def _weights(w: Any, name: str = "weights", allow_negative: bool = False) -> np.ndarray:
@@ -104,11 +117,16 @@ def asmd(X: Any, w: Any, target_mean: Any, target_sd: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BalanceReport(Result):
-    """ASMD per covariate before and after weighting, with their means (``status`` ``"measured"``)."""
+    """ASMD per covariate before and after weighting, with their means (``status`` ``"measured"``).
+
+    ``imbalanced`` lists the covariates whose ASMD after weighting exceeds ``threshold``
+    (default :data:`ASMD_THRESHOLD`, 0.1).
+    """
 
     names: tuple[str, ...]
     before: np.ndarray
     after: np.ndarray
+    threshold: float = ASMD_THRESHOLD
 
     def __post_init__(self) -> None:
         if self.status == "ok":
@@ -124,6 +142,18 @@ class BalanceReport(Result):
     @property
     def mean_after(self) -> float:
         return float(self.after.mean())
+
+    @property
+    def imbalanced(self) -> tuple[str, ...]:
+        """Covariates whose ASMD after weighting is above ``threshold``."""
+        return tuple(n for n, a in zip(self.names, self.after) if a > self.threshold)
+
+    def asmd_after(self, name: str) -> float:
+        """The ASMD after weighting of the covariate (or term) ``name``."""
+        try:
+            return float(self.after[self.names.index(name)])
+        except ValueError:
+            raise ShapeError(f"name: no covariate {name!r}; have {', '.join(self.names)}") from None
 
     def table(self) -> str:
         """Markdown table ``covariate | ASMD before | ASMD after``."""
@@ -147,6 +177,62 @@ def balance_report(X: Any, before: Any, after: Any, target: Any,
     names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
     tm, ts = T.mean(axis=0), T.std(axis=0)
     return BalanceReport(names, asmd(X, before, tm, ts), asmd(X, after, tm, ts))
+
+
+def nonlinear_terms(X: Any, names: Sequence[str] | None = None, *, squares: bool = True,
+                    interactions: bool = True, reference: Any | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Squares and pairwise products of the columns of ``X``, with names (``"z1²"``, ``"z1·z2"``).
+
+    Squares of 0/1 columns (equal to the column) are left out, and so are terms that are
+    identically zero in ``reference`` (default ``X``; e.g. the product of two dummies of
+    one categorical variable). Pass the target population as ``reference`` so that the
+    sample and the target get the same terms.
+    """
+    X = as_matrix(X, "X")
+    names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+    if len(names) != X.shape[1]:
+        raise ShapeError(f"names: has {len(names)} entries, X has {X.shape[1]} columns")
+    R = X if reference is None else as_matrix(reference, "reference")
+    if R.shape[1] != X.shape[1]:
+        raise ShapeError(f"reference: has {R.shape[1]} columns, X has {X.shape[1]}")
+    binary = np.all((R == 0) | (R == 1), axis=0)
+    cols, out = [], []
+    k = X.shape[1]
+    for a in range(k):
+        for b in range(a, k):
+            if a == b and (not squares or binary[a]):
+                continue
+            if a != b and not interactions:
+                continue
+            if not np.any(R[:, a] * R[:, b]):
+                continue
+            cols.append(X[:, a] * X[:, b])
+            out.append(f"{names[a]}²" if a == b else f"{names[a]}·{names[b]}")
+    matrix = np.column_stack(cols) if cols else np.zeros((X.shape[0], 0))
+    return matrix, tuple(out)
+
+
+def nonlinear_balance(X: Any, before: Any, after: Any, target: Any, names: Sequence[str] | None = None, *,
+                      threshold: float = ASMD_THRESHOLD, squares: bool = True,
+                      interactions: bool = True) -> BalanceReport:
+    """:func:`balance_report` of the covariates and their squares and pairwise products.
+
+    The terms come from :func:`nonlinear_terms` (decided on ``target``); the report's
+    ``imbalanced`` lists every covariate or term whose ASMD after weighting is above
+    ``threshold`` (default 0.1).
+    """
+    X = as_matrix(X, "X")
+    T = as_matrix(target, "target")
+    if T.shape[1] != X.shape[1]:
+        raise ShapeError(f"target: has {T.shape[1]} columns, X has {X.shape[1]}")
+    names = tuple(names) if names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+    if not threshold > 0:
+        raise ShapeError(f"threshold: is {threshold}, expected > 0")
+    terms_x, term_names = nonlinear_terms(X, names, squares=squares, interactions=interactions, reference=T)
+    terms_t, _ = nonlinear_terms(T, names, squares=squares, interactions=interactions, reference=T)
+    report = balance_report(np.hstack([X, terms_x]), before, after, np.hstack([T, terms_t]),
+                            names=names + term_names)
+    return BalanceReport(report.names, report.before, report.after, float(threshold))
 
 
 def trim_weights(w: Any, *, quantile: float | None = None, max_ratio: float | None = None,

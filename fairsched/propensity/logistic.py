@@ -1,10 +1,25 @@
 """Unpenalised logistic regression with standard errors: the default propensity model.
 
 fairsched estimates both selection stages of FedIPW (Morishita 2026) by logistic regression:
-``logit P(y = 1 | x) = β_0 + x·β``. The fit is the maximum-likelihood estimate; standard
-errors come from the inverse observed Fisher information
+``logit P(y = 1 | x) = β_0 + x·β``. The fit is the maximum-likelihood estimate; by default
+(``cov_type = "nonrobust"``) standard errors come from the inverse observed Fisher information
 
-    Cov(β̂) = (Dᵀ W D)⁻¹,   W = diag(p̂_i (1 − p̂_i)),   D = [1, X].
+    Cov(β̂) = H⁻¹,   H = Dᵀ W D,   W = diag(p̂_i (1 − p̂_i)),   D = [1, X].
+
+That formula assumes independent rows. Participation logs are not: the rows are worker ×
+round, and a worker that is unobservedly keen (or flaky) is so in every round, so its rows
+are positively correlated and ``H⁻¹`` understates the sampling spread. With ``groups``
+(``cov_type = "cluster"``) the standard errors are the cluster-robust sandwich of Liang and
+Zeger ("Longitudinal data analysis using generalized linear models", 1986; Cameron and
+Miller, "A practitioner's guide to cluster-robust inference", 2015), with the CR1
+small-sample factor that statsmodels' ``cov_type="cluster"`` applies by default:
+
+    Cov_CR1(β̂) = c · H⁻¹ (Σ_g s_g s_gᵀ) H⁻¹,   s_g = Σ_{i∈g} d_i (y_i − p̂_i),
+    c = G/(G − 1) · (n − 1)/(n − k),
+
+over the ``G`` groups (``n`` rows, ``k`` coefficients including the intercept). It is
+consistent as ``G → ∞`` whatever the correlation within a group, but needs many groups
+(Cameron and Miller advise against trusting it below a few dozen).
 
 Why scikit-learn: its ``LogisticRegression`` works on plain numpy arrays, so fairsched
 stays free of pandas (statsmodels' ``Logit`` would give standard errors directly but
@@ -41,7 +56,9 @@ class LogisticFit(Result):
     """A fitted logistic model ``P(y = 1 | x) = expit(β_0 + x·β)``.
 
     ``coef`` and ``se`` list the intercept first (when fitted) then one entry per column
-    of ``X``; ``cov`` is ``(Dᵀ W D)⁻¹``; ``names`` label the entries.
+    of ``X``; ``names`` label the entries. ``cov`` is ``(Dᵀ W D)⁻¹`` when ``cov_type`` is
+    ``"nonrobust"`` and the CR1 cluster-robust sandwich over ``n_groups`` groups when it is
+    ``"cluster"`` (module docstring); ``naive_se`` is always the ``(Dᵀ W D)⁻¹`` one.
     """
 
     coef: np.ndarray
@@ -51,13 +68,19 @@ class LogisticFit(Result):
     intercept: bool
     n: int
     loglik: float
+    cov_type: str = "nonrobust"
+    n_groups: int | None = None
+    naive_se: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.status == "ok":
             object.__setattr__(self, "status", "fitted")
             object.__setattr__(self, "success", True)
         if not self.message:
-            object.__setattr__(self, "message", f"logistic regression on {self.n} rows, log-likelihood {self.loglik:.6g}")
+            clusters = f", standard errors clustered over {self.n_groups} groups" if self.cov_type == "cluster" else ""
+            object.__setattr__(self, "message", f"logistic regression on {self.n} rows, log-likelihood {self.loglik:.6g}{clusters}")
+        if self.naive_se is None:
+            object.__setattr__(self, "naive_se", self.se)
 
     def linear_predictor(self, X: Any) -> np.ndarray:
         """``β_0 + x·β`` for every row of ``X``."""
@@ -79,7 +102,7 @@ class LogisticFit(Result):
         return (self.coef - np.asarray(truth, dtype=np.float64)) / self.se
 
     def as_dict(self) -> dict[str, dict[str, float]]:
-        """``{name: {"coef", "se"}}``, JSON-ready."""
+        """``{name: {"coef", "se"}}`` (``se`` of ``cov_type``), JSON-ready."""
         return {n: {"coef": float(c), "se": float(s)} for n, c, s in zip(self.names, self.coef, self.se)}
 
 
@@ -135,8 +158,58 @@ def _sklearn_unpenalised(**kwargs: Any):
     return LogisticRegression(penalty=None, **kwargs)
 
 
+def as_groups(groups: Any, n: int) -> tuple[np.ndarray, int]:
+    """Cluster labels (any hashable values, one per row) as codes ``0..G−1`` and ``G``.
+
+    Raises :class:`ShapeError` for a wrong length, a non-flat array, a missing label (nan
+    or None) or fewer than two groups (the sandwich needs ``G >= 2``).
+    """
+    arr = np.asarray(groups)
+    if arr.ndim != 1:
+        raise ShapeError(f"groups: expected a flat vector of cluster labels, got shape {arr.shape}")
+    if arr.size != n:
+        raise ShapeError(f"groups: has {arr.size} entries, expected {n} (one cluster label per row)")
+    if arr.dtype == object:
+        missing = np.fromiter((v is None or (isinstance(v, float) and np.isnan(v)) for v in arr.tolist()),
+                              dtype=bool, count=n)
+        if missing.any():
+            raise ShapeError(f"groups: entry {int(np.flatnonzero(missing)[0])} is missing; every row needs a cluster label")
+        arr = arr.astype(str)
+    elif np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+        if np.issubdtype(arr.dtype, np.complexfloating):
+            raise ShapeError("groups: complex cluster labels are not supported")
+        bad = ~np.isfinite(arr.astype(np.float64))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ShapeError(f"groups: entry {i} is {arr[i]}; every row needs a finite cluster label")
+    _, codes = np.unique(arr, return_inverse=True)
+    count = int(codes.max()) + 1 if n else 0
+    if count < 2:
+        raise ShapeError(f"groups: all {n} rows are in one cluster; cluster-robust standard errors "
+                         "need at least two (and, to be reliable, a few dozen) clusters")
+    return codes.reshape(-1), count
+
+
+def cluster_robust_cov(D: np.ndarray, residual: np.ndarray, bread: np.ndarray, codes: np.ndarray,
+                       n_groups: int) -> np.ndarray:
+    """CR1 sandwich ``c · H⁻¹ (Σ_g s_g s_gᵀ) H⁻¹`` with ``c = G/(G−1)·(n−1)/(n−k)``.
+
+    ``D`` is the ``(n, k)`` design, ``residual`` the score residual ``y − p̂``, ``bread``
+    ``H⁻¹`` and ``codes`` the group of each row (``0..G−1``).
+    """
+    n, k = D.shape
+    if n <= k:
+        raise ShapeError(f"groups: {n} rows for {k} coefficients; the CR1 factor needs n > k")
+    scores = np.zeros((n_groups, k))
+    np.add.at(scores, codes, D * residual[:, None])
+    meat = scores.T @ scores
+    factor = n_groups / (n_groups - 1.0) * (n - 1.0) / (n - k)
+    cov = factor * (bread @ meat @ bread)
+    return 0.5 * (cov + cov.T)
+
+
 def fit_logistic(X: Any, y: Any, *, intercept: bool = True, names: Sequence[str] | None = None,
-                 labels: tuple[str, str] = ("X", "y")) -> LogisticFit:
+                 labels: tuple[str, str] = ("X", "y"), groups: Any | None = None) -> LogisticFit:
     """Maximum-likelihood logistic regression of the 0/1 outcome ``y`` on ``X``.
 
     Parameters
@@ -151,11 +224,17 @@ def fit_logistic(X: Any, y: Any, *, intercept: bool = True, names: Sequence[str]
         Covariate names for reports and error messages; default ``x0, x1, …``.
     labels : (str, str)
         What to call ``X`` and ``y`` in error messages (``("Z_frame", "enrolled")``).
+    groups : (n,) array of cluster labels, optional
+        Rows with the same label are one cluster (e.g. the worker of a worker × round log);
+        the standard errors are then the CR1 cluster-robust sandwich (module docstring;
+        ``cov_type == "cluster"``). Default: independent rows, ``(Dᵀ W D)⁻¹``. The
+        coefficients do not depend on ``groups``.
 
     Raises
     ------
     ShapeError
-        ``X`` and ``y`` describe different numbers of units, or ``y`` is not 0/1.
+        ``X`` and ``y`` describe different numbers of units, ``y`` is not 0/1, or
+        ``groups`` has the wrong length, a missing label or fewer than two clusters.
     SingularDesignError
         The outcome never varies, the design is collinear, or the data are separated.
     """
@@ -165,6 +244,7 @@ def fit_logistic(X: Any, y: Any, *, intercept: bool = True, names: Sequence[str]
     if len(names) != X.shape[1]:
         raise ShapeError(f"names: has {len(names)} entries, X has {X.shape[1]} columns")
     all_names = (("intercept",) if intercept else ()) + names
+    codes, n_groups = as_groups(groups, X.shape[0]) if groups is not None else (None, None)
     if y.min() == y.max():
         raise SingularDesignError(
             f"{labels[1]}: outcome is {int(y[0])} for all {y.size} units; a logistic model needs both outcomes")
@@ -184,6 +264,10 @@ def fit_logistic(X: Any, y: Any, *, intercept: bool = True, names: Sequence[str]
         cov = np.linalg.inv(info)
     except np.linalg.LinAlgError:
         raise SingularDesignError("the Fisher information (Dᵀ W D) is singular") from None
-    se = np.sqrt(np.diag(cov))
+    naive_se = np.sqrt(np.diag(cov))
     loglik = float(np.sum(y * eta - np.logaddexp(0.0, eta)))
-    return LogisticFit(coef, se, cov, all_names, intercept, int(y.size), loglik)
+    if codes is None:
+        return LogisticFit(coef, naive_se, cov, all_names, intercept, int(y.size), loglik)
+    robust = cluster_robust_cov(D, y - p, cov, codes, n_groups)
+    return LogisticFit(coef, np.sqrt(np.diag(robust)), robust, all_names, intercept, int(y.size), loglik,
+                       cov_type="cluster", n_groups=n_groups, naive_se=naive_se)

@@ -18,6 +18,15 @@ The inclusion probability of unit ``i`` in round ``r`` factorises:
     p_{i,r} = π^enroll_i · π^part_{i,r},
 
 and FedIPW weights a participant by ``1/p̂_{i,r}`` (:mod:`fairsched.propensity.ipw`).
+
+Both stages are linear-logistic by default; ``model=`` (``"linear"``, ``"poly2"``,
+``"spline"``, ``"boosting"``; :mod:`fairsched.propensity.flexible`) relaxes the index.
+
+The participation rows are worker × round, so by default (``cluster=True``) the
+participation model's standard errors are clustered by worker (the CR1 sandwich of
+:func:`~fairsched.propensity.logistic.fit_logistic`): a worker's rounds share whatever
+unmodelled propensity it has, and the independent-rows formula is then too small. The
+coefficients, and hence the propensities and weights, do not depend on the clustering.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fairsched.propensity.errors import ShapeError
-from fairsched.propensity.logistic import LogisticFit, fit_logistic
+from fairsched.propensity.flexible import PropensityFit, check_model, fit_propensity
 from fairsched.propensity.validation import as_matrix
 from fairsched.results import Result
 
@@ -56,18 +65,27 @@ def participation_design(Z: Any, X_round: Any | None, rounds: int) -> np.ndarray
     return stacked.reshape(rounds * n, -1)
 
 
-def fit_enrollment(Z_frame: Any, enrolled: Any, names: Sequence[str] | None = None) -> LogisticFit:
-    """Enrollment model ``P(E = 1 | Z)`` from a population frame (every unit, enrolled or not)."""
+def fit_enrollment(Z_frame: Any, enrolled: Any, names: Sequence[str] | None = None, *,
+                   model: str = "linear") -> PropensityFit:
+    """Enrollment model ``P(E = 1 | Z)`` from a population frame (every unit, enrolled or not).
+
+    ``model`` is ``"linear"`` (default, a :class:`~fairsched.propensity.logistic.LogisticFit`) or a flexible model of
+    :mod:`fairsched.propensity.flexible` (``"poly2"``, ``"spline"``, ``"boosting"``).
+    """
     Z = as_matrix(Z_frame, "Z_frame")
-    return fit_logistic(Z, enrolled, names=names, labels=("Z_frame", "enrolled"))
+    return fit_propensity(Z, enrolled, check_model(model), names=names, labels=("Z_frame", "enrolled"))
 
 
 def fit_participation(Z: Any, X_round: Any | None, participated: Any,
-                      names: Sequence[str] | None = None) -> LogisticFit:
+                      names: Sequence[str] | None = None, *, cluster: bool = True,
+                      model: str = "linear") -> PropensityFit:
     """Participation model ``P(A = 1 | E = 1, Z, X_r)`` from round logs of the enrolled.
 
     ``Z`` is ``(n, q)`` (enrolled units), ``X_round`` is ``(rounds, n)`` or
     ``(rounds, n, s)`` (``None``: no round covariates) and ``participated`` is ``(rounds, n)``.
+    With ``cluster`` (default) the standard errors are clustered by worker (``n`` clusters,
+    ``cov_type == "cluster"``); ``cluster=False`` treats the ``rounds·n`` rows as independent.
+    ``model`` as in :func:`fit_enrollment`, applied to the stacked ``[Z_i, X_{i,r}]``.
     """
     A = np.asarray(participated, dtype=np.float64)
     Z = as_matrix(Z, "Z")
@@ -75,15 +93,18 @@ def fit_participation(Z: Any, X_round: Any | None, participated: Any,
         raise ShapeError(f"participated: expected shape (rounds, {Z.shape[0]}) (rounds, enrolled units), "
                          f"got {A.shape}")
     design = participation_design(Z, X_round, A.shape[0])
-    return fit_logistic(design, A.reshape(-1), names=names, labels=("Z, X_round", "participated"))
+    # participation_design is round-major: row r·n + i is worker i in round r.
+    groups = np.tile(np.arange(Z.shape[0]), A.shape[0]) if cluster else None
+    return fit_propensity(design, A.reshape(-1), check_model(model), names=names,
+                          labels=("Z, X_round", "participated"), groups=groups)
 
 
 @dataclass(frozen=True)
 class TwoStagePropensity(Result):
     """Fitted enrollment and participation models; ``p̂ = π̂^enroll · π̂^part`` (``status`` ``"fitted"``)."""
 
-    enrollment: LogisticFit
-    participation: LogisticFit
+    enrollment: PropensityFit
+    participation: PropensityFit
 
     def __post_init__(self) -> None:
         if self.status == "ok":
@@ -110,20 +131,27 @@ class TwoStagePropensity(Result):
 
 def fit_two_stage(Z_frame: Any, enrolled: Any, X_round: Any | None, participated: Any,
                   names: Sequence[str] | None = None,
-                  round_names: Sequence[str] | None = None) -> TwoStagePropensity:
+                  round_names: Sequence[str] | None = None, *, model: str = "linear",
+                  participation_model: str = "linear", cluster: bool = True) -> TwoStagePropensity:
     """Fit both stages: enrollment on the frame, participation on the enrolled units' logs.
 
     ``participated`` is ``(rounds, n_enrolled)`` over the enrolled units in frame order.
+    ``model`` is the enrollment model and ``participation_model`` the participation model
+    (:data:`fairsched.propensity.flexible.MODELS`; both ``"linear"`` by default);
+    ``cluster`` clusters the participation standard errors by worker (default).
     """
+    check_model(model)
+    check_model(participation_model)
     Z = as_matrix(Z_frame, "Z_frame")
     E = np.asarray(enrolled).reshape(-1)
     if E.size != Z.shape[0]:
         raise ShapeError(f"enrolled: has {E.size} entries, expected {Z.shape[0]} (one per frame unit)")
-    enroll = fit_enrollment(Z, E, names)
+    enroll = fit_enrollment(Z, E, names, model=model)
     mask = E.astype(bool)
     part_names = None
     if names is not None:
         s = 0 if X_round is None else (1 if np.ndim(X_round) == 2 else np.shape(X_round)[2])
         part_names = list(names) + list(round_names or [f"x_round{j}" for j in range(s)])
-    part = fit_participation(Z[mask], X_round, participated, part_names)
+    part = fit_participation(Z[mask], X_round, participated, part_names, cluster=cluster,
+                             model=participation_model)
     return TwoStagePropensity(enroll, part)
