@@ -11,7 +11,7 @@ import pytest
 
 from fairsched.cli.output import Output
 from fairsched.cli.simulate_floss import add_floss_parser, floss_command
-from fairsched.experiments.floss_validity import run, simulate
+from fairsched.propensity.floss_validity import run, simulate
 from fairsched.propensity.errors import EstimationError, ShapeError
 from fairsched.propensity.floss import fit_shadow, floss_weights
 from fairsched.propensity.floss_diagnostics import (

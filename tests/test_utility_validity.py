@@ -185,7 +185,7 @@ TINY = {"k": 4, "pilots": 8, "missing_pilots": 1, "train": TrainConfig(rounds=3,
 
 
 def test_harness_tiny_json_shape():
-    from fairsched.experiments.utility_validity import UTILITIES, run
+    from fairsched.fl.utility_validity import UTILITIES, run
 
     result = run("bundled", 2, 5, **TINY)
     assert set(result) == {"dgp", "utilities"} and result["dgp"] == "bundled"
@@ -202,14 +202,14 @@ def test_harness_tiny_json_shape():
     (("bundled", 1, 2), "sets"),
 ])
 def test_harness_bad_inputs(args, match):
-    from fairsched.experiments.utility_validity import run
+    from fairsched.fl.utility_validity import run
 
     with pytest.raises(SimulationError, match=match):
         run(*args)
 
 
 def test_cli_json(capsys, monkeypatch):
-    import fairsched.experiments.utility_validity as uv
+    import fairsched.fl.utility_validity as uv
     from fairsched.cli.output import Output
     from fairsched.cli.simulate_validity import add_validity_parser, validity_command
 
@@ -226,7 +226,7 @@ def test_cli_json(capsys, monkeypatch):
 
 
 def test_count_ceiling_rejects_heterogeneous_dgp():
-    from fairsched.experiments.utility_validity import count_ceiling
+    from fairsched.fl.utility_validity import count_ceiling
 
     with pytest.raises(SimulationError, match="homogeneous"):
         count_ceiling("unequal", 1, 5)

@@ -3,7 +3,7 @@
     fairsched simulate floss --violation none|direct|irrelevant|quadratic --sims N [--n UNITS]
                              [--seed S] [--shadows 1|2] [--json] [--quiet]
 
-runs :func:`fairsched.experiments.floss_validity.run` and reports the share of simulated
+runs :func:`fairsched.propensity.floss_validity.run` and reports the share of simulated
 populations whose :func:`~fairsched.propensity.floss_diagnostics.fit_shadow_checked` fit was
 flagged, and the bias (mean ± se) of the FLOSS-weighted mean satisfaction over the runs
 not flagged. ``--json`` prints one object ``{"violation", "flag_rate", "bias": {"mean",
@@ -30,7 +30,7 @@ DEFAULT_N = 10_000
 
 def add_floss_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.ArgumentParser:
     """Add the ``floss`` subcommand to the ``simulate`` subparsers; ``kwargs`` go to ``add_parser``."""
-    from fairsched.experiments.floss_validity import VIOLATIONS
+    from fairsched.propensity.floss_validity import VIOLATIONS
 
     floss = simulate_subparsers.add_parser(
         "floss", help="FLOSS shadow-variable diagnostics under assumption violations (Goetze et al. 2025)",
@@ -51,8 +51,8 @@ def add_floss_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.Argume
 
 def floss_command(args: argparse.Namespace, output: Output) -> int:
     """Run the experiment ``args`` describe and emit its result through ``output``; bad input raises."""
-    from fairsched.experiments.floss_validity import run
     from fairsched.propensity.errors import ShapeError
+    from fairsched.propensity.floss_validity import run
 
     if args.sims < 1:
         raise ShapeError(f"--sims must be a positive integer, got {args.sims}")

@@ -2,7 +2,7 @@
 
     fairsched simulate utility-validity --dgp NAME [--seeds N] [--sets M] [--json] [--quiet]
 
-runs :func:`fairsched.experiments.utility_validity.run` on one DGP (``bundled``, ``unequal``,
+runs :func:`fairsched.fl.utility_validity.run` on one DGP (``bundled``, ``unequal``,
 ``misspecified``) and reports, per utility, the Spearman correlation of its value with the
 negative realised target excess loss of federated training on random worker sets (higher
 is better), mean ± standard error over the seeds. ``--json`` prints exactly one object
@@ -25,7 +25,7 @@ DEFAULT_SETS = 50
 
 def add_validity_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.ArgumentParser:
     """Add ``utility-validity`` to the ``simulate`` subparsers object; returns its parser."""
-    from fairsched.experiments.validity_dgps import DGPS
+    from fairsched.fl.validity_dgps import DGPS
 
     parser = simulate_subparsers.add_parser(
         "utility-validity", help="rank correlation of utilities with realised target loss",
@@ -42,8 +42,8 @@ def add_validity_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.Arg
 
 def validity_command(args: argparse.Namespace, output: Output) -> int:
     """Run the validation ``args`` describe and emit its result through ``output``; bad input raises."""
-    from fairsched.experiments.utility_validity import AGGREGATION, run
     from fairsched.extras import require
+    from fairsched.fl.utility_validity import AGGREGATION, run
 
     require("sklearn", "fairsched simulate utility-validity (its propensity models)")
 

@@ -36,7 +36,7 @@ from fairsched.fl.training import TrainConfig
 def example_strata(sizes: Any, n_max: int) -> np.ndarray:
     """Per-example stratum labels ``(N, n_max)`` (−1 on padding) for clients whose examples are
     stored stratum by stratum, ``sizes[i, j]`` of stratum ``j`` (the layout of
-    :func:`fairsched.experiments.fair_population.make_stratified_population`)."""
+    :func:`fairsched.fl.stratified.make_stratified_population`)."""
     L = np.asarray(sizes, dtype=np.int64)
     if L.ndim != 2 or (L < 0).any() or (L.sum(axis=1) > n_max).any():
         raise SimulationError(f"sizes: need a nonnegative (clients, strata) matrix with row sums <= {n_max}")

@@ -6,7 +6,7 @@ the aggregation use, the true target ``F = Σ_j π_j F_j`` with ``F*``, and a he
 validation objective ``Σ_j π̂_j V_j`` (examples the workers could hold out) on which pilot
 runs are scored, so nothing fitted sees the true target.
 
-- ``"bundled"``: the population of :func:`fairsched.experiments.fair_population.make_stratified_population`
+- ``"bundled"``: the population of :func:`fairsched.fl.stratified.make_stratified_population`
   (600 clients, strata urban/suburban/rural with shares 0.5/0.3/0.2, enrollment 0.5/0.4/0.06,
   mean sizes 60/40/20, 90% home data); the enrollment model has the strata as covariates.
 - ``"unequal"``: as bundled but client sizes lognormal with σ = 1 (capped at
@@ -25,16 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairsched.experiments.fair_population import (
-    STRATA,
-    FairPopulationConfig,
-    _examples,
-    _stratum_models,
-    make_stratified_population,
-)
 from fairsched.fl.aggregation import example_strata
 from fairsched.fl.errors import SimulationError
 from fairsched.fl.model import ClientData, Objective
+from fairsched.fl.stratified import (
+    STRATA,
+    FairPopulationConfig,
+    make_stratified_population,
+    stratum_examples,
+    stratum_models,
+)
 
 DGPS = ("bundled", "unequal", "misspecified")
 VALIDATION_PER_STRATUM = 2_000
@@ -88,8 +88,8 @@ def _bundled(seed: int, config: FairPopulationConfig, proxy: bool) -> ValidityPo
         shares_hat = _ipw(pop.home, pop.enrolled, x[:, None], ("density",), J)
     else:
         shares_hat = _ipw(pop.home, pop.enrolled, np.eye(J)[pop.home][:, 1:], STRATA[1:J], J)
-    theta, mu = _stratum_models(J, config.dim)
-    parts = [_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
+    theta, mu = stratum_models(J, config.dim)
+    parts = [stratum_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
     return ValidityPopulation("misspecified" if proxy else "bundled", pop.home, pop.sizes, pop.data,
                               example_strata(pop.sizes, pop.data.X.shape[1]), np.flatnonzero(pop.enrolled),
                               shares_hat, np.bincount(pop.home, minlength=J) / M, pop.objective, pop.f_star,
@@ -99,7 +99,7 @@ def _bundled(seed: int, config: FairPopulationConfig, proxy: bool) -> ValidityPo
 def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
     rng = np.random.default_rng([seed, 11])
     J, d, M = len(config.shares), config.dim, config.clients
-    theta, mu = _stratum_models(J, d)
+    theta, mu = stratum_models(J, d)
     home = rng.choice(J, size=M, p=np.asarray(config.shares))
     total = np.clip(np.round(np.asarray(config.mean_size)[home] * rng.lognormal(0.0, UNEQUAL_SIGMA, M)),
                     5, UNEQUAL_MAX_SIZE).astype(int)
@@ -114,11 +114,11 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
         start = 0
         for j in range(J):
             c = int(sizes[i, j])
-            X[i, start:start + c], y[i, start:start + c] = _examples(rng, theta[j] + delta[i], mu[j], c)
+            X[i, start:start + c], y[i, start:start + c] = stratum_examples(rng, theta[j] + delta[i], mu[j], c)
             start += c
         mask[i, :start] = 1.0
     enrolled = rng.random(M) < np.asarray(config.enroll)[home]
-    tests = [_examples(rng, theta[home[i]] + delta[i], mu[home[i]], TEST_PER_CLIENT) for i in range(M)]
+    tests = [stratum_examples(rng, theta[home[i]] + delta[i], mu[home[i]], TEST_PER_CLIENT) for i in range(M)]
     objective = Objective(np.vstack([t[0] for t in tests]), np.concatenate([t[1] for t in tests]),
                           np.full(M * TEST_PER_CLIENT, 1.0 / (M * TEST_PER_CLIENT)), config.train.ridge)
     _, f_star = objective.solve()
@@ -130,7 +130,7 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
         if pool.size == 0:
             pool = members
         who = rng.choice(pool, size=VALIDATION_PER_STRATUM)
-        Xs, ys = zip(*(_examples(rng, theta[j] + delta[i], mu[j], 1) for i in who))
+        Xs, ys = zip(*(stratum_examples(rng, theta[j] + delta[i], mu[j], 1) for i in who))
         parts.append((np.vstack(Xs), np.concatenate(ys)))
     return ValidityPopulation("unequal", home, sizes, ClientData(X, y, mask), example_strata(sizes, n_max),
                               members, shares_hat, np.bincount(home, minlength=J) / M, objective, f_star,

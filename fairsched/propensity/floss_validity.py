@@ -1,6 +1,6 @@
 """Does FLOSS notice when its shadow-variable assumption fails? A simulation harness.
 
-    python -m fairsched.experiments.floss_validity --sims 200 --n 10000 --seed 0
+    python -m fairsched.propensity.floss_validity --sims 200 --n 10000 --seed 0
 
 For each violation it simulates ``sims`` populations of ``n`` users, fits
 :func:`~fairsched.propensity.floss_diagnostics.fit_shadow_checked` (policy ``"ignore"``)

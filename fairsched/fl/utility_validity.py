@@ -1,8 +1,8 @@
 """Does a utility predict the target-population loss of the set it scores?
 
-    python -m fairsched.experiments.utility_validity --dgp bundled --seeds 8 --sets 50
+    python -m fairsched.fl.utility_validity --dgp bundled --seeds 8 --sets 50
 
-Per seed: draw the DGP's population (:mod:`fairsched.experiments.validity_dgps`), fit what
+Per seed: draw the DGP's population (:mod:`fairsched.fl.validity_dgps`), fit what
 the utilities need on that seed's data only, draw ``sets`` random ``k``-sets of workers,
 train federated logistic regression on each set for ``R`` rounds (every member every round)
 with the aggregation each utility is meant for, and measure the realised target excess loss
@@ -39,15 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from fairsched.experiments.validity_dgps import (
-    DGPS,
-    ValidityPopulation,
-    make_validity_population,
-)
 from fairsched.fl.aggregation import fedavg_weights, poststratified_batch, train_sets
 from fairsched.fl.curves import fit_stratum_curves, plugin_curves
 from fairsched.fl.errors import SimulationError
 from fairsched.fl.training import TrainConfig
+from fairsched.fl.validity_dgps import (
+    DGPS,
+    ValidityPopulation,
+    make_validity_population,
+)
 from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
 from fairsched.utilities.poststratified_accuracy import PoststratifiedAccuracy
 
@@ -239,10 +239,10 @@ def count_ceiling(dgp: str, seeds: int, sets: int, replicates: int = 4, *, k: in
     ``ceiling = √explainable`` bounds the (Pearson) correlation of any count-based utility
     with the realised loss. Mean ± se over seeds.
     """
-    from fairsched.experiments.fair_population import (
+    from fairsched.fl.stratified import (
         FairPopulationConfig,
-        _examples,
-        _stratum_models,
+        stratum_examples,
+        stratum_models,
     )
 
     if dgp not in ("bundled", "misspecified"):
@@ -250,7 +250,7 @@ def count_ceiling(dgp: str, seeds: int, sets: int, replicates: int = 4, *, k: in
     if replicates < 1 or sets < 3 or seeds < 1:
         raise SimulationError("count_ceiling: need seeds >= 1, sets >= 3, replicates >= 1")
     cfg = FairPopulationConfig()
-    theta_j, mu_j = _stratum_models(len(cfg.shares), cfg.dim)
+    theta_j, mu_j = stratum_models(len(cfg.shares), cfg.dim)
     explainable, ceiling = [], []
     for s in range(seeds):
         pop = make_validity_population(dgp, s)
@@ -264,7 +264,7 @@ def count_ceiling(dgp: str, seeds: int, sets: int, replicates: int = 4, *, k: in
             for i in np.unique(clients):
                 for j in range(pi.size):
                     sel = pop.strata[i] == j
-                    X[i, sel], y[i, sel] = _examples(rng, theta_j[j], mu_j[j], int(sel.sum()))
+                    X[i, sel], y[i, sel] = stratum_examples(rng, theta_j[j], mu_j[j], int(sel.sum()))
             fresh = type(pop.data)(X, y, pop.data.mask)
             draws.append(pop.objective.values(train_sets(fresh, clients, omega, w, train)) - pop.f_star)
         D = np.asarray(draws)                       # (R, sets)
