@@ -48,7 +48,7 @@ class CPSExperimentConfig:
 
     population: CPSConfig = field(default_factory=CPSConfig)
     # one local step: with several, FedAvg's fixed point drifts from the weighted optimum on
-    # these heterogeneous groups by more than the selection bias being measured (0.006 vs 0.001)
+    # these heterogeneous groups by more than the selection bias being measured
     train: TrainConfig = field(default_factory=lambda: TrainConfig(rounds=300, local_steps=1, local_lr=2.0,
                                                                    ridge=1e-3, server_decay=0.02))
     pilot_rounds: int = 10
