@@ -338,7 +338,8 @@ def test_error_messages():
         utility_from_config(ACC, n=4)
     with pytest.raises(InstanceError, match="unknown utility kind 'x'; known: accuracy, "
                                             "concave-modular, coverage, facility-location, "
-                                            "mixture, modular, propensity-accuracy, python"):
+                                            "mixture, modular, poststratified-accuracy, "
+                                            "propensity-accuracy, python"):
         utility_from_config({"kind": "x"})
     with pytest.raises(InstanceError, match=r"^sizes: entry 1 is nan"):
         AccuracyUtility([1.0, float("nan")])
@@ -347,6 +348,6 @@ def test_error_messages():
 def test_registry_is_complete():
     assert set(UTILITY_KINDS) == {"accuracy", "facility-location", "coverage",
                                   "concave-modular", "mixture", "modular", "python",
-                                  "propensity-accuracy"}
+                                  "poststratified-accuracy", "propensity-accuracy"}
     for kind, cls in UTILITY_KINDS.items():
         assert issubclass(cls, SetFunction) and cls.kind == kind

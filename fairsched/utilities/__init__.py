@@ -18,12 +18,13 @@ from fairsched.utilities.coverage import Coverage
 from fairsched.utilities.facility_location import FacilityLocation
 from fairsched.utilities.mixture import Mixture
 from fairsched.utilities.modular import Modular
+from fairsched.utilities.poststratified_accuracy import PoststratifiedAccuracy
 from fairsched.utilities.propensity_accuracy import PropensityWeightedAccuracy
 
 UTILITY_KINDS: dict[str, type] = {
     cls.kind: cls
     for cls in (AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture,
-                Modular, PropensityWeightedAccuracy, CallableUtility)
+                Modular, PoststratifiedAccuracy, PropensityWeightedAccuracy, CallableUtility)
 }
 
 
@@ -56,6 +57,7 @@ __all__ = [
     "FacilityLocation",
     "Mixture",
     "Modular",
+    "PoststratifiedAccuracy",
     "PropensityWeightedAccuracy",
     "SetFunction",
     "SubmodularityReport",
