@@ -1,0 +1,139 @@
+"""Fair, population-aligned selection against strong baselines, in one run per seed.
+
+    python -m fairsched.experiments.fair_population_baselines [--seeds 10] [--rounds 100 400] [--floor 0.9]
+
+The stratified population of :mod:`fairsched.fl.stratified` (urban / suburban / rural, the
+rural stratum under-enrolled and holding less data). Per seed, every *schedule* (who trains
+in each round) is combined with an *aggregation* (how their updates are weighted) and
+federated logistic regression is trained on it; the measure is the target-population excess
+loss ``F(θ_T) − F*``, ``F = Σ_j π_j F_j``.
+
+Schedules (``k = 10`` of the enrolled each round):
+
+- ``random``: a uniform random ``k``-set every round (no floors);
+- ``fairdg/<utility>``: FairDG (Li, Liu and Ji, "Federated Learning with Fair Worker Selection:
+  A Multi-Round Submodular Maximization Approach", 2021) with floors ``r = floor·k/n`` on
+  ``accuracy`` (total sizes), ``propensity`` (:class:`~fairsched.utilities.PropensityWeightedAccuracy`
+  with IPW shares) or ``poststratified`` (:class:`~fairsched.utilities.PoststratifiedAccuracy`
+  with the same shares and the experiment's learning curve, not fitted).
+
+Aggregations: ``size`` (FedAvg, weight ``n_u``), ``ipw`` (``n_u/π̂^enroll_u``, Hájek; FedIPW,
+Morishita, "Who Trains Matters: Federated Learning under Enrollment and Participation Selection
+Biases", 2026) and ``poststratified`` (each stratum's examples in the round weighted to its IPW
+share, :mod:`fairsched.fl.aggregation`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+import fairsched
+from fairsched.fl.aggregation import example_strata, poststratified_weights
+from fairsched.fl.model import ClientData
+from fairsched.fl.stratified import STRATA, FairPopulationConfig, make_stratified_population
+from fairsched.fl.training import TrainConfig, train
+from fairsched.propensity import fit_enrollment, ipw_shares
+from fairsched.utilities import AccuracyUtility, PoststratifiedAccuracy, PropensityWeightedAccuracy
+
+#: (schedule, aggregation) pairs compared in every run
+RULES = (("random", "size"), ("random", "ipw"), ("random", "poststratified"),
+         ("fairdg/accuracy", "size"), ("fairdg/accuracy", "ipw"),
+         ("fairdg/propensity", "size"), ("fairdg/propensity", "ipw"),
+         ("fairdg/poststratified", "poststratified"), ("fairdg/poststratified", "size"))
+
+
+def train_schedule(data: ClientData, strata: np.ndarray, schedule: Sequence[np.ndarray], aggregation: str,
+                   enroll_weight: np.ndarray, shares: np.ndarray, config: TrainConfig) -> np.ndarray:
+    """``θ_T`` after playing ``schedule`` (client indices per round) with one of the aggregations above.
+
+    Each round is one round of :func:`fairsched.fl.training.train` on the round's clients, with
+    the decayed server rate of that round; post-stratified rounds train on example weights
+    ``ω`` (the round's own :func:`~fairsched.fl.aggregation.poststratified_weights`).
+    """
+    theta = np.zeros(data.dim)
+    for r, clients in enumerate(schedule):
+        c = np.asarray(clients, dtype=np.int64)
+        if aggregation == "poststratified":
+            omega, w = poststratified_weights(np.where(data.mask[c] > 0, strata[c], -1), shares)
+            keep = w > 0
+            round_data, w = ClientData(data.X[c][keep], data.y[c][keep], omega[keep]), w[keep]
+        else:
+            round_data = ClientData(data.X[c], data.y[c], data.mask[c])
+            w = data.sizes[c] * (enroll_weight[c] if aggregation == "ipw" else 1.0)
+        step = replace(config, rounds=1, server_lr=config.server_lr / (1.0 + config.server_decay * r),
+                       server_decay=0.0)
+        theta = train(round_data, [np.arange(w.size)], [w], step, theta0=theta)[-1]
+    return theta
+
+
+def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
+             ) -> dict[str, float]:
+    """``{"schedule+aggregation": excess loss}`` for every rule, plus the floors' selections ``r·T``."""
+    pop = make_stratified_population(seed, config)
+    J = len(config.shares)
+    members = np.flatnonzero(pop.enrolled)
+    frame = np.eye(J)[pop.home][:, 1:]
+    model = fit_enrollment(frame, pop.enrolled, names=STRATA[1:J])
+    pi_hat = model.predict(frame)
+    shares = ipw_shares(pop.home[members], pi_hat[members], J)
+    strata = example_strata(pop.sizes, pop.data.X.shape[1])
+    enroll_weight = np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled)
+    L = pop.sizes[members]
+    n, k = members.size, config.k
+    a, b, c = config.curve
+    utilities = {"accuracy": AccuracyUtility(L.sum(axis=1), a, b, c),
+                 "propensity": PropensityWeightedAccuracy(L, shares, config.transfer, a, b, c),
+                 "poststratified": PoststratifiedAccuracy(L, shares, a, b, c)}
+    r = np.full(n, floor * k / n)
+    ids = tuple(f"c{i}" for i in members)
+    rng = np.random.default_rng([seed, 1])
+    schedules = {"random": [members[np.sort(rng.choice(n, size=k, replace=False))] for _ in range(rounds)]}
+    for name, utility in utilities.items():
+        played = fairsched.run(fairsched.Problem(utility, k, r, ids), fairsched.make_policy("fairdg"), rounds, seed)
+        schedules[f"fairdg/{name}"] = [members[s] for s in played]
+    train_config = replace(config.train, rounds=rounds)
+    out = {"floor_selections": float(floor * k / n * rounds)}
+    for schedule, aggregation in RULES:
+        theta = train_schedule(pop.data, strata, schedules[schedule], aggregation, enroll_weight, shares,
+                               train_config)
+        out[f"{schedule}+{aggregation}"] = float(pop.objective.value(theta) - pop.f_star)
+    return out
+
+
+def run(seeds: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
+        ) -> dict[str, dict[str, float]]:
+    """Mean and standard error over seeds ``0..seeds−1`` of every rule's excess loss (and of ``r·T``)."""
+    rows = [run_seed(s, rounds, floor, config) for s in range(seeds)]
+    out = {}
+    for key in rows[0]:
+        x = np.array([row[key] for row in rows])
+        out[key] = {"mean": float(x.mean()), "se": float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else None}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fairsched.experiments.fair_population_baselines")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, nargs="+", default=[100, 400])
+    parser.add_argument("--floor", type=float, default=0.9, help="floors r = floor·k/n (default 0.9)")
+    args = parser.parse_args(argv)
+    tables = {T: run(args.seeds, T, args.floor) for T in args.rounds}
+    print(f"target excess loss F(θ_T) − F*, mean ± SE over {args.seeds} seeds; floors r = {args.floor}·k/n")
+    print("| schedule | aggregation | " + " | ".join(f"T = {T}" for T in args.rounds) + " |")
+    print("|---|---|" + "---|" * len(args.rounds))
+    for schedule, aggregation in RULES:
+        key = f"{schedule}+{aggregation}"
+        print(f"| {schedule} | {aggregation} | "
+              + " | ".join(f"{tables[T][key]['mean']:.5f} ± {tables[T][key]['se']:.5f}" for T in args.rounds) + " |")
+    print("| (floors: selections r·T each) | | "
+          + " | ".join(f"{tables[T]['floor_selections']['mean']:.1f}" for T in args.rounds) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
