@@ -105,14 +105,21 @@ def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig 
     return out
 
 
+def _mean_se(x: np.ndarray) -> dict[str, float | None]:
+    return {"mean": float(x.mean()), "se": float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else None}
+
+
 def run(seeds: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
-        ) -> dict[str, dict[str, float]]:
-    """Mean and standard error over seeds ``0..seeds−1`` of every rule's excess loss (and of ``r·T``)."""
+        ) -> dict[str, dict[str, float | None]]:
+    """Mean and standard error over seeds ``0..seeds−1`` of every rule's excess loss (and of ``r·T``),
+    and, as ``"<rule> - random"``, its difference from random selection with the same
+    aggregation, paired by seed."""
     rows = [run_seed(s, rounds, floor, config) for s in range(seeds)]
-    out = {}
-    for key in rows[0]:
-        x = np.array([row[key] for row in rows])
-        out[key] = {"mean": float(x.mean()), "se": float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else None}
+    out = {key: _mean_se(np.array([row[key] for row in rows])) for key in rows[0]}
+    for schedule, aggregation in RULES:
+        key, base = f"{schedule}+{aggregation}", f"random+{aggregation}"
+        if schedule != "random":
+            out[f"{key} - random"] = _mean_se(np.array([row[key] - row[base] for row in rows]))
     return out
 
 
@@ -124,14 +131,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tables = {T: run(args.seeds, T, args.floor) for T in args.rounds}
     print(f"target excess loss F(θ_T) − F*, mean ± SE over {args.seeds} seeds; floors r = {args.floor}·k/n")
-    print("| schedule | aggregation | " + " | ".join(f"T = {T}" for T in args.rounds) + " |")
-    print("|---|---|" + "---|" * len(args.rounds))
+    print("| schedule | aggregation | " + " | ".join(f"T = {T} | minus random, paired" for T in args.rounds) + " |")
+    print("|---|---|" + "---|---|" * len(args.rounds))
+
+    def cell(stat: dict[str, float | None] | None, sign: str = "") -> str:
+        return "–" if stat is None else f"{stat['mean']:{sign}.5f} ± {stat['se']:.5f}"
+
     for schedule, aggregation in RULES:
         key = f"{schedule}+{aggregation}"
         print(f"| {schedule} | {aggregation} | "
-              + " | ".join(f"{tables[T][key]['mean']:.5f} ± {tables[T][key]['se']:.5f}" for T in args.rounds) + " |")
+              + " | ".join(f"{cell(tables[T][key])} | {cell(tables[T].get(key + ' - random'), '+')}"
+                           for T in args.rounds) + " |")
     print("| (floors: selections r·T each) | | "
-          + " | ".join(f"{tables[T]['floor_selections']['mean']:.1f}" for T in args.rounds) + " |")
+          + " | ".join(f"{tables[T]['floor_selections']['mean']:.1f} | " for T in args.rounds) + " |")
     return 0
 
 
