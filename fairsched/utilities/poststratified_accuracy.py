@@ -51,10 +51,9 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction
-from fairsched.utilities.propensity_accuracy import SHARE_TOLERANCE, _per_stratum
+from fairsched.utilities.propensity_accuracy import _per_stratum, stratum_sizes_and_shares
 from fairsched.utilities.validation import (
     as_masks,
-    check_vector,
     read_table,
     row_chunks,
 )
@@ -95,29 +94,11 @@ class PoststratifiedAccuracy(SetFunction):
 
     def __init__(self, sizes: Any, shares: Any, a: Any = 0.0, b: Any = 0.5, c: Any = -1.0,
                  missing: Any = 1.0, *, n: int | None = None):
-        try:
-            L = np.asarray(sizes, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InstanceError("must be a list of equally long rows of numbers (one row per worker)",
-                                key="sizes") from None
-        if L.ndim != 2 or L.shape[0] == 0 or L.shape[1] == 0:
-            raise InstanceError(f"must be a matrix with one row per worker and one column per stratum, "
-                                f"got shape {L.shape}", key="sizes")
-        if n is not None and L.shape[0] != n:
-            raise InstanceError(f"has {L.shape[0]} rows, expected {n} (one per worker)", key="sizes")
-        if not np.isfinite(L).all() or (L < 0).any():
-            i, j = (int(v) for v in np.argwhere(~np.isfinite(L) | (L < 0))[0])
-            raise InstanceError(f"entry [{i}][{j}] is {L[i, j]}, expected a finite number >= 0", key="sizes")
+        L, self.shares = stratum_sizes_and_shares(sizes, shares, n)
         if (L.sum(axis=1) <= 0).any():
             raise InstanceError(f"worker {int(np.flatnonzero(L.sum(axis=1) <= 0)[0])} holds no data", key="sizes")
         self.sizes = L
         self.n, J = L.shape
-        self.shares = check_vector(shares, "shares", nonnegative=True)
-        if self.shares.size != J:
-            raise InstanceError(f"has {self.shares.size} entries but sizes has {J} strata (columns); "
-                                "one share per stratum", key="shares")
-        if abs(self.shares.sum() - 1.0) > SHARE_TOLERANCE:
-            raise InstanceError(f"sum to {self.shares.sum():.10g}, expected 1", key="shares")
         self.a = _per_stratum(a, "a", J)
         self.b = _per_stratum(b, "b", J, positive=True)
         self.c = _per_stratum(c, "c", J, negative=True)

@@ -50,6 +50,32 @@ from fairsched.utilities.validation import (
 SHARE_TOLERANCE = 1e-9
 
 
+def stratum_sizes_and_shares(sizes: Any, shares: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, π)`` checked: ``L`` a nonnegative finite ``(workers, strata)`` matrix (``n`` rows when
+    given) and ``π`` one nonnegative share per stratum summing to 1; :class:`InstanceError`
+    naming the key and entry otherwise."""
+    try:
+        L = np.asarray(sizes, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("must be a list of equally long rows of numbers (one row per worker)",
+                            key="sizes") from None
+    if L.ndim != 2 or L.shape[0] == 0 or L.shape[1] == 0:
+        raise InstanceError(f"must be a matrix with one row per worker and one column per stratum, "
+                            f"got shape {L.shape}", key="sizes")
+    if n is not None and L.shape[0] != n:
+        raise InstanceError(f"has {L.shape[0]} rows, expected {n} (one per worker)", key="sizes")
+    if not np.isfinite(L).all() or (L < 0).any():
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(L) | (L < 0))[0])
+        raise InstanceError(f"entry [{i}][{j}] is {L[i, j]}, expected a finite number >= 0", key="sizes")
+    pi = check_vector(shares, "shares", nonnegative=True)
+    if pi.size != L.shape[1]:
+        raise InstanceError(f"has {pi.size} entries but sizes has {L.shape[1]} strata (columns); "
+                            "one share per stratum", key="shares")
+    if abs(pi.sum() - 1.0) > SHARE_TOLERANCE:
+        raise InstanceError(f"sum to {pi.sum():.10g}, expected 1", key="shares")
+    return L, pi
+
+
 def _per_stratum(value: Any, key: str, J: int, **sign: bool) -> np.ndarray:
     if np.ndim(value) == 0:
         return np.full(J, check_number(value, key, **sign))
@@ -100,27 +126,9 @@ class PropensityWeightedAccuracy(SetFunction):
 
     def __init__(self, sizes: Any, shares: Any, transfer: float = 0.0, a: Any = 0.05,
                  b: Any = 0.5, c: Any = -0.2, *, n: int | None = None):
-        try:
-            L = np.asarray(sizes, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InstanceError("must be a list of equally long rows of numbers (one row per worker)",
-                                key="sizes") from None
-        if L.ndim != 2 or L.shape[0] == 0 or L.shape[1] == 0:
-            raise InstanceError(f"must be a matrix with one row per worker and one column per stratum, "
-                                f"got shape {L.shape}", key="sizes")
-        if n is not None and L.shape[0] != n:
-            raise InstanceError(f"has {L.shape[0]} rows, expected {n} (one per worker)", key="sizes")
-        if not np.isfinite(L).all() or (L < 0).any():
-            i, j = (int(v) for v in np.argwhere(~np.isfinite(L) | (L < 0))[0])
-            raise InstanceError(f"entry [{i}][{j}] is {L[i, j]}, expected a finite number >= 0", key="sizes")
+        L, self.shares = stratum_sizes_and_shares(sizes, shares, n)
         self.sizes = L
         self.n, J = L.shape
-        self.shares = check_vector(shares, "shares", nonnegative=True)
-        if self.shares.size != J:
-            raise InstanceError(f"has {self.shares.size} entries but sizes has {J} strata (columns); "
-                                "one share per stratum", key="shares")
-        if abs(self.shares.sum() - 1.0) > SHARE_TOLERANCE:
-            raise InstanceError(f"sum to {self.shares.sum():.10g}, expected 1", key="shares")
         self.transfer = check_number(transfer, "transfer", nonnegative=True)
         if self.transfer > 1:
             raise InstanceError(f"is {self.transfer}, expected a factor in [0, 1]", key="transfer")
