@@ -51,7 +51,11 @@ import numpy as np
 
 from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction
-from fairsched.utilities.propensity_accuracy import _per_stratum, stratum_sizes_and_shares
+from fairsched.utilities.propensity_accuracy import (
+    _per_stratum,
+    pairwise_jump_problem,
+    stratum_sizes_and_shares,
+)
 from fairsched.utilities.validation import (
     as_masks,
     read_table,
@@ -171,19 +175,9 @@ class PoststratifiedAccuracy(SetFunction):
         u = int(np.argmin(singles))
         if singles[u] < -TOLERANCE:
             return f"not monotone: f({{{u}}}) = {singles[u]:.6g} < 0 = f({{}})"
-        for rows in row_chunks(self.n, self.n * self.strata, limit=5_000_000):
-            pair = self.curves(L[rows, None, :] + L[None, :, :]) @ self.shares
-            jump = pair - singles[None, :]
-            idx = np.arange(self.n)[rows]
-            jump[np.arange(idx.size), idx] = -np.inf
-            worst = jump.argmax(axis=1)
-            excess = jump[np.arange(idx.size), worst] - singles[idx]
-            bad = np.flatnonzero(excess > TOLERANCE)
-            if bad.size:
-                u, v = int(idx[bad[0]]), int(worst[bad[0]])
-                return (f"not submodular: gain of {u} on {{}} is {singles[u]:.6g} < gain on {{{v}}} = "
-                        f"{jump[bad[0], v]:.6g}")
-        return None
+        return pairwise_jump_problem(self.n, self.strata,
+                                     lambda rows: self.curves(L[rows, None, :] + L[None, :, :]) @ self.shares,
+                                     singles, TOLERANCE)
 
     @property
     def submodular(self) -> bool:

@@ -76,6 +76,28 @@ def stratum_sizes_and_shares(sizes: Any, shares: Any, n: int | None = None) -> t
     return L, pi
 
 
+def pairwise_jump_problem(n: int, strata: int, pair_values: Any, singles: np.ndarray, tol: float) -> str | None:
+    """The first pair breaking submodularity at the jump from ``∅``, or ``None``.
+
+    ``f(∅) = 0`` makes the gain of ``u`` on ``∅`` its single value; submodularity there needs
+    ``f({u}) >= f({u, v}) − f({v})`` for every ``v ≠ u``. ``pair_values(rows)`` is the
+    ``(len(rows), n)`` array of ``f({u, v})``; rows are taken in chunks so memory stays
+    ``O(chunk·n·strata)``.
+    """
+    for rows in row_chunks(n, n * strata, limit=5_000_000):
+        jump = pair_values(rows) - singles[None, :]  # gain of u on {v}
+        idx = np.arange(n)[rows]
+        jump[np.arange(idx.size), idx] = -np.inf
+        worst = jump.argmax(axis=1)
+        excess = jump[np.arange(idx.size), worst] - singles[idx]
+        bad = np.flatnonzero(excess > tol)
+        if bad.size:
+            u, v = int(idx[bad[0]]), int(worst[bad[0]])
+            return (f"not submodular: gain of {u} on {{}} is {singles[u]:.6g} < gain on {{{v}}} = "
+                    f"{jump[bad[0], v]:.6g}")
+    return None
+
+
 def _per_stratum(value: Any, key: str, J: int, **sign: bool) -> np.ndarray:
     if np.ndim(value) == 0:
         return np.full(J, check_number(value, key, **sign))
@@ -214,19 +236,9 @@ class PropensityWeightedAccuracy(SetFunction):
         other = np.where(np.arange(self.n)[:, None] == order[0][None, :], second[None, :], least[None, :])
         if (singles >= self._score(E + other) - self._score(other) - tol).all():
             return None
-        for rows in row_chunks(self.n, self.n * self.strata, limit=5_000_000):
-            pair = self._score(E[rows, None, :] + E[None, :, :])  # (rows, n): f({u, v})
-            jump = pair - singles[None, :]                           # gain of u on {v}
-            idx = np.arange(self.n)[rows]
-            jump[np.arange(idx.size), idx] = -np.inf
-            worst = jump.argmax(axis=1)
-            excess = jump[np.arange(idx.size), worst] - singles[idx]
-            bad = np.flatnonzero(excess > tol)
-            if bad.size:
-                u, v = int(idx[bad[0]]), int(worst[bad[0]])
-                return (f"not submodular: gain of {u} on {{}} is {singles[u]:.6g} < gain on {{{v}}} = "
-                        f"{jump[bad[0], v]:.6g} (sizes too small for these curves)")
-        return None
+        problem = pairwise_jump_problem(self.n, self.strata, lambda rows: self._score(E[rows, None, :] + E[None, :, :]),
+                                        singles, tol)
+        return None if problem is None else f"{problem} (sizes too small for these curves)"
 
     def to_config(self) -> dict[str, Any]:
         def compact(x: np.ndarray) -> Any:
