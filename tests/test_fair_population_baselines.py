@@ -42,3 +42,11 @@ def test_every_rule_is_measured_in_the_same_run():
     assert set(row) == {"floor_selections"} | {f"{s}+{a}" for s, a in RULES}
     assert all(np.isfinite(v) and v > 0 for v in row.values())
     assert row == run_seed(1, 20, 0.9, config)  # same seed, same result
+
+
+def test_the_comparison_runs_on_the_real_data():
+    from fairsched.experiments.fair_population_baselines import run_cps_seed
+
+    row = run_cps_seed("moderate", 0, 10, 0.9)
+    assert set(row) == {"floor_selections"} | {f"{s}+{a}" for s, a in RULES}
+    assert all(np.isfinite(v) and v > 0 for v in row.values())

