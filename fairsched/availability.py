@@ -89,11 +89,8 @@ class FeasibilityReport(Result):
     details: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "feasible" if self.feasible else "infeasible")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", self.reason or "the floors can be met under this availability")
+        self._settle("feasible" if self.feasible else "infeasible", True,
+                     self.reason or "the floors can be met under this availability")
 
     def __bool__(self) -> bool:
         return self.feasible

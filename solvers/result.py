@@ -28,3 +28,12 @@ class Result:
     success: bool = True
     message: str = ""
     seconds: float = 0.0
+
+    def _settle(self, status: str, success: bool, message: str) -> None:
+        """For a subclass's ``__post_init__``: the ``status`` and ``success`` it ends with unless
+        the caller gave a status, and its ``message`` unless the caller gave one."""
+        if self.status == "ok":
+            object.__setattr__(self, "status", status)
+            object.__setattr__(self, "success", success)
+        if not self.message:
+            object.__setattr__(self, "message", message)

@@ -146,11 +146,9 @@ class CalibrationResult(Result):
     n_negative: int
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "converged" if self.converged else "not-converged")
-            object.__setattr__(self, "success", self.converged)
-        if not self.message:
-            object.__setattr__(self, "message", f"{self.method} calibration after {self.iterations} iterations: largest margin error {self.max_error:.3g}, {self.n_negative} negative weights")
+        self._settle("converged" if self.converged else "not-converged", self.converged,
+                     f"{self.method} calibration after {self.iterations} iterations: largest margin error "
+                     f"{self.max_error:.3g}, {self.n_negative} negative weights")
 
 
 def _check_reachable(B: np.ndarray, totals: np.ndarray, names: Sequence[str]) -> None:

@@ -70,11 +70,8 @@ class WeightSummary(Result):
     cv: float
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "summarised")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"{self.n} weights, Kish ESS {self.ess:.4g} ({self.ess_fraction:.1%}), max/min {self.max_over_min:.4g}")
+        self._settle("summarised", True, f"{self.n} weights, Kish ESS {self.ess:.4g} ({self.ess_fraction:.1%}), "
+                                         f"max/min {self.max_over_min:.4g}")
 
     def as_dict(self) -> dict[str, float]:
         """The numbers of the summary, JSON-ready."""
@@ -129,11 +126,8 @@ class BalanceReport(Result):
     threshold: float = ASMD_THRESHOLD
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "measured")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"mean ASMD {float(self.before.mean()):.4g} before weighting, {float(self.after.mean()):.4g} after")
+        self._settle("measured", True, f"mean ASMD {float(self.before.mean()):.4g} before weighting, "
+                                       f"{float(self.after.mean()):.4g} after")
 
     @property
     def mean_before(self) -> float:

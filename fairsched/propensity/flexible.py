@@ -153,12 +153,8 @@ class FeatureLogisticFit(Result):
     logistic: LogisticFit
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "fitted")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"{self.model} logistic model with {len(self.features.names)} "
-                               f"features: {self.logistic.message}")
+        self._settle("fitted", True, f"{self.model} logistic model with {len(self.features.names)} "
+                                     f"features: {self.logistic.message}")
 
     @property
     def n(self) -> int:
@@ -192,12 +188,8 @@ class BoostingFit(Result):
     model: str = field(default="boosting")
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "fitted")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"calibrated gradient boosting on {self.n} rows "
-                               f"(probabilities clipped to [{self.floor:g}, 1])")
+        self._settle("fitted", True, f"calibrated gradient boosting on {self.n} rows "
+                                     f"(probabilities clipped to [{self.floor:g}, 1])")
 
     def predict(self, X: Any) -> np.ndarray:
         """Calibrated probabilities, clipped to ``[floor, 1]``."""

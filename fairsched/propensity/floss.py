@@ -56,11 +56,8 @@ class ShadowFit(Result):
     n: int
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "solved")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"shadow-variable moment equations on {self.n} units, largest moment {self.residual:.3g}")
+        self._settle("solved", True,
+                     f"shadow-variable moment equations on {self.n} units, largest moment {self.residual:.3g}")
 
     @property
     def alpha(self) -> np.ndarray:

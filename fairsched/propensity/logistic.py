@@ -73,12 +73,9 @@ class LogisticFit(Result):
     naive_se: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "fitted")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            clusters = f", standard errors clustered over {self.n_groups} groups" if self.cov_type == "cluster" else ""
-            object.__setattr__(self, "message", f"logistic regression on {self.n} rows, log-likelihood {self.loglik:.6g}{clusters}")
+        clusters = f", standard errors clustered over {self.n_groups} groups" if self.cov_type == "cluster" else ""
+        self._settle("fitted", True,
+                     f"logistic regression on {self.n} rows, log-likelihood {self.loglik:.6g}{clusters}")
         if self.naive_se is None:
             object.__setattr__(self, "naive_se", self.se)
 

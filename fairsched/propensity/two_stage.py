@@ -107,11 +107,8 @@ class TwoStagePropensity(Result):
     participation: PropensityFit
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "fitted")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"enrollment on {self.enrollment.n} units, participation on {self.participation.n} unit-rounds")
+        self._settle("fitted", True, f"enrollment on {self.enrollment.n} units, participation on "
+                                     f"{self.participation.n} unit-rounds")
 
     def enroll_probability(self, Z: Any) -> np.ndarray:
         """``π̂^enroll_i`` for every row of ``Z``."""

@@ -62,11 +62,7 @@ class MultilinearEstimate(Result):
     method: str
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "estimated")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", f"F(y) = {self.value:.6g} ({self.method})")
+        self._settle("estimated", True, f"F(y) = {self.value:.6g} ({self.method})")
 
 
 def _closed_form(utility: SetFunction) -> ClosedForm | None:

@@ -37,11 +37,8 @@ class SubmodularityReport(Result):
     x: int | None = None
 
     def __post_init__(self) -> None:
-        if self.status == "ok":
-            object.__setattr__(self, "status", "no-violation" if self.ok else "violation")
-            object.__setattr__(self, "success", True)
-        if not self.message:
-            object.__setattr__(self, "message", self.violation or "no violation of monotone submodularity found")
+        self._settle("no-violation" if self.ok else "violation", True,
+                     self.violation or "no violation of monotone submodularity found")
 
     def __bool__(self) -> bool:
         return self.ok
