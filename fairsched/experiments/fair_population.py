@@ -35,10 +35,11 @@ from fairsched.fl.stratified import (
     STRATA,
     FairPopulationConfig,
     StratifiedPopulation,
+    estimated_shares,
     make_stratified_population,
+    stratum_dummies,
 )
 from fairsched.fl.training import train
-from fairsched.propensity import fit_enrollment, ipw_shares
 from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
 
 __all__ = ["STRATA", "FairPopulationConfig", "Row", "StratifiedPopulation", "make_stratified_population", "run_all",
@@ -71,9 +72,7 @@ def run_seed(seed: int, config: FairPopulationConfig = FairPopulationConfig()) -
     pop = make_stratified_population(seed, config)
     J = len(config.shares)
     members = np.flatnonzero(pop.enrolled)
-    frame = np.eye(J)[pop.home][:, 1:]
-    enroll_model = fit_enrollment(frame, pop.enrolled, names=STRATA[1:J])
-    shares = ipw_shares(pop.home[members], enroll_model.predict(frame[members]), J)
+    _, shares = estimated_shares(pop.home, pop.enrolled, stratum_dummies(pop.home, J), STRATA[1:J], J)
     L = pop.sizes[members]
     n = members.size
     r = np.full(n, config.floor_fraction * config.k / n)

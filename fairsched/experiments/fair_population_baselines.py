@@ -38,10 +38,20 @@ import numpy as np
 import fairsched
 from fairsched.fl.aggregation import example_strata, poststratified_weights
 from fairsched.fl.model import ClientData, Objective
-from fairsched.fl.stratified import STRATA, FairPopulationConfig, make_stratified_population
+from fairsched.fl.stratified import (
+    STRATA,
+    FairPopulationConfig,
+    estimated_shares,
+    make_stratified_population,
+    stratum_dummies,
+)
 from fairsched.fl.training import TrainConfig, train
-from fairsched.propensity import fit_enrollment, ipw_shares
-from fairsched.utilities import AccuracyUtility, PoststratifiedAccuracy, PropensityWeightedAccuracy
+from fairsched.propensity import fit_enrollment
+from fairsched.utilities import (
+    AccuracyUtility,
+    PoststratifiedAccuracy,
+    PropensityWeightedAccuracy,
+)
 
 #: (schedule, aggregation) pairs compared in every run
 RULES = (("random", "size"), ("random", "ipw"), ("random", "poststratified"),
@@ -120,12 +130,12 @@ def run_seed(seed: int, rounds: int, floor: float, config: FairPopulationConfig 
     pop = make_stratified_population(seed, config)
     J = len(config.shares)
     members = np.flatnonzero(pop.enrolled)
-    frame = np.eye(J)[pop.home][:, 1:]
-    pi_hat = fit_enrollment(frame, pop.enrolled, names=STRATA[1:J]).predict(frame)
+    frame = stratum_dummies(pop.home, J)
+    model, shares = estimated_shares(pop.home, pop.enrolled, frame, STRATA[1:J], J)
+    pi_hat = model.predict(frame)
     setting = Setting(pop.data, example_strata(pop.sizes, pop.data.X.shape[1]), members, pop.sizes[members],
-                      ipw_shares(pop.home[members], pi_hat[members], J),
-                      np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled), pop.objective,
-                      pop.f_star)
+                      shares, np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled),
+                      pop.objective, pop.f_star)
     return compare(setting, seed, rounds, floor, config.k, config.curve, config.transfer, config.train)
 
 

@@ -12,11 +12,15 @@ labels follow its own logistic model; the target ``F = Σ_j π_j F_j`` is evalua
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fairsched.fl.model import ClientData, Objective, sigmoid
 from fairsched.fl.training import TrainConfig
+
+if TYPE_CHECKING:
+    from fairsched.propensity import LogisticFit
 
 STRATA = ("urban", "suburban", "rural")
 
@@ -104,3 +108,22 @@ def make_stratified_population(seed: int, config: FairPopulationConfig = FairPop
                           weights, config.train.ridge)
     _, f_star = objective.solve()
     return StratifiedPopulation(home, sizes, ClientData(X, y, mask), enrolled, objective, f_star)
+
+
+def stratum_dummies(home: np.ndarray, J: int) -> np.ndarray:
+    """The enrollment model's design: one 0/1 column per stratum but the first."""
+    return np.eye(J)[home][:, 1:]
+
+
+def estimated_shares(home: np.ndarray, enrolled: np.ndarray, frame: np.ndarray, names: tuple[str, ...],
+                     J: int) -> tuple[LogisticFit, np.ndarray]:
+    """The enrollment model fitted on the population ``frame`` and the IPW stratum shares of the
+    enrolled (``π̂_j ∝ Σ_{i enrolled in j} 1/π̂^enroll_i``; FedIPW, Morishita 2026)."""
+    from fairsched.propensity import (  # not at import: fairsched.fl stays light
+        fit_enrollment,
+        ipw_shares,
+    )
+
+    members = np.flatnonzero(enrolled)
+    model = fit_enrollment(frame, enrolled, names=names)
+    return model, ipw_shares(home[members], model.predict(frame[members]), J)

@@ -31,7 +31,9 @@ from fairsched.fl.model import ClientData, Objective
 from fairsched.fl.stratified import (
     STRATA,
     FairPopulationConfig,
+    estimated_shares,
     make_stratified_population,
+    stratum_dummies,
     stratum_examples,
     stratum_models,
 )
@@ -63,14 +65,6 @@ class ValidityPopulation:
     validation_strata: np.ndarray  # stratum of every held-out example
 
 
-def _ipw(home: np.ndarray, enrolled: np.ndarray, frame: np.ndarray, names: tuple[str, ...], J: int) -> np.ndarray:
-    from fairsched.propensity import fit_enrollment, ipw_shares
-
-    members = np.flatnonzero(enrolled)
-    model = fit_enrollment(frame, enrolled, names=names)
-    return ipw_shares(home[members], model.predict(frame[members]), J)
-
-
 def _validation(parts: list[tuple[np.ndarray, np.ndarray]], shares: np.ndarray,
                 ridge: float) -> tuple[Objective, np.ndarray]:
     X = np.vstack([p[0] for p in parts])
@@ -85,9 +79,9 @@ def _bundled(seed: int, config: FairPopulationConfig, proxy: bool) -> ValidityPo
     rng = np.random.default_rng([seed, 7])
     if proxy:
         x = np.asarray(PROXY_SHIFT)[pop.home] + rng.normal(size=M)
-        shares_hat = _ipw(pop.home, pop.enrolled, x[:, None], ("density",), J)
+        shares_hat = estimated_shares(pop.home, pop.enrolled, x[:, None], ("density",), J)[1]
     else:
-        shares_hat = _ipw(pop.home, pop.enrolled, np.eye(J)[pop.home][:, 1:], STRATA[1:J], J)
+        shares_hat = estimated_shares(pop.home, pop.enrolled, stratum_dummies(pop.home, J), STRATA[1:J], J)[1]
     theta, mu = stratum_models(J, config.dim)
     parts = [stratum_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
     return ValidityPopulation("misspecified" if proxy else "bundled", pop.home, pop.sizes, pop.data,
@@ -122,7 +116,7 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
     objective = Objective(np.vstack([t[0] for t in tests]), np.concatenate([t[1] for t in tests]),
                           np.full(M * TEST_PER_CLIENT, 1.0 / (M * TEST_PER_CLIENT)), config.train.ridge)
     _, f_star = objective.solve()
-    shares_hat = _ipw(home, enrolled, np.eye(J)[home][:, 1:], STRATA[1:J], J)
+    shares_hat = estimated_shares(home, enrolled, stratum_dummies(home, J), STRATA[1:J], J)[1]
     members = np.flatnonzero(enrolled)
     parts = []
     for j in range(J):
