@@ -34,7 +34,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fairsched.fl.cps import COVARIATES, GROUPS, REGIONS, CPSConfig, CPSPopulation, make_cps_population
+from fairsched.fl.cps import (
+    COVARIATES,
+    GROUPS,
+    REGIONS,
+    CPSConfig,
+    CPSPopulation,
+    make_cps_population,
+)
+from fairsched.fl.experiment import rule_weights
 from fairsched.fl.model import client_objective
 from fairsched.fl.training import TrainConfig, train
 from fairsched.propensity.errors import CalibrationError
@@ -103,12 +111,7 @@ def run_seed(level: str, seed: int, config: CPSExperimentConfig = CPSExperimentC
         if enroll_factor[rule] is None:
             out[rule] = float("nan")
             continue
-        weights = []
-        for r, clients in enumerate(participants):
-            w = sizes[clients] * enroll_factor[rule][clients]
-            if rule != "fedavg":
-                w = w / (pi_part[r, clients] if rule == "oracle_ipw" else pi_p_hat[r, clients])
-            weights.append(w)
+        weights = rule_weights(rule, participants, enroll_factor[rule], pi_part, pi_p_hat, base=sizes)
         out[rule] = float(objective.value(train(pop.data, participants, weights, config.train)[-1]) - f_star)
     return out
 

@@ -136,6 +136,25 @@ def _calibrated_weights(pop: Population, rng: np.random.Generator, noise: float,
     return calibrate(np.ones(int(E.sum())), margins, population_size=pop.region.size).weights
 
 
+def rule_weights(rule: str, participants: list[np.ndarray], enroll_factor: np.ndarray, pi_part: np.ndarray,
+                 pi_part_hat: np.ndarray, *, base: np.ndarray | None = None,
+                 selection_prob: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Every round's aggregation weights of ``rule`` for its participants ``i``:
+    ``b_i·e_i / (π^part_{i,r}·q_{i,r})`` (FedAvg: ``b_i·e_i``), with the client base weight
+    ``b`` (1 by default; the record count for a record-level target), the rule's enrollment
+    factor ``e`` (e.g. ``1/π̂^enroll``), the true participation propensity for
+    ``oracle_ipw`` and the estimated one otherwise, and the selection probabilities ``q``
+    (1 by default) of a scheduled run."""
+    weights = []
+    for r, clients in enumerate(participants):
+        w = enroll_factor[clients] if base is None else base[clients] * enroll_factor[clients]
+        if rule != "fedavg":
+            part = pi_part[r, clients] if rule == "oracle_ipw" else pi_part_hat[r, clients]
+            w = w / (part if selection_prob is None else part * selection_prob[r])
+        weights.append(w)
+    return weights
+
+
 def run_seed(level: str, seed: int, config: ExperimentConfig = ExperimentConfig()) -> SeedRun:
     """All six rules on one population draw; same seed, same result."""
     from fairsched.propensity import fit_two_stage, kish_ess
@@ -181,13 +200,8 @@ def run_seed(level: str, seed: int, config: ExperimentConfig = ExperimentConfig(
 
     excess, ess = {}, {}
     for rule in RULES:
-        weights = []
-        for r, clients in enumerate(participants):
-            if rule == "fedavg":
-                weights.append(np.ones(clients.size))
-                continue
-            part = pi_part[r, clients] if rule == "oracle_ipw" else pi_p_hat[r, clients]
-            weights.append(enroll_weight[rule][clients] / (part * selection_prob[r]))
+        weights = rule_weights(rule, participants, enroll_weight[rule], pi_part, pi_p_hat,
+                               selection_prob=selection_prob)
         path = train(pop.data, participants, weights, config.train)
         excess[rule] = objective.values(path) - f_star
         nonempty = [w for w in weights if w.size]
@@ -242,4 +256,4 @@ def run_experiment(level: str, seeds: int, rounds: int | None = None,
                             seconds=time.perf_counter() - start)
 
 
-__all__ = ["RULES", "ExperimentConfig", "ExperimentResult", "SeedRun", "run_experiment", "run_seed"]
+__all__ = ["RULES", "ExperimentConfig", "ExperimentResult", "SeedRun", "rule_weights", "run_experiment", "run_seed"]
