@@ -104,6 +104,10 @@ SMOOTHING_START = 0.5
 SMOOTHING_MAX = 0.9999
 #: mis-pricings in one sequence before pricing at the master's own duals (Pessoa et al. 2018)
 MAX_MISPRICES = 10
+#: the master keeps at least ``max(PURGE_KEEP, PURGE_ROWS·(n + 1))`` pool columns and is
+#: purged down to that when it holds twice as many (:meth:`_Master.purge`)
+PURGE_KEEP = 1_000
+PURGE_ROWS = 4
 #: the least time such a call for the bound is given
 MIN_BOUND_SECONDS = 0.5
 
@@ -321,6 +325,41 @@ class _Master:
         self._parts.append(new)
         self._cached = None
         return len(new)
+
+    def purge(self, keep: int) -> int:
+        """Delete all but the ``keep`` pool columns of highest reduced cost at the last optimum
+        (basic ones always stay); return how many were deleted.
+
+        Every simplex iteration prices every column, so a pool that only grows makes each
+        re-solve slower (facility location ``n = 400``: 0.03 s per solve at 1,300 columns,
+        1.5 s at 10,000, 92 % of the run).  Deleting non-basic columns keeps the basis
+        optimal and changes neither bound: the lower bound is a distribution already
+        recorded, the upper bound comes from the pricing.  A deleted set that prices out
+        again later is simply added again.
+        """
+        if self.size <= keep:
+            return 0
+        solution, basis = self.h.getSolution(), self.h.getBasis()
+        index = np.arange(self.offset, self.offset + self.size)
+        reduced = np.asarray(solution.col_dual)[index]
+        status = np.asarray([int(s) for s in basis.col_status])[index] if basis.valid else None
+        basic = (status == int(highspy.HighsBasisStatus.kBasic)) if status is not None else \
+            (np.asarray(solution.col_value)[index] > 0)
+        # a maximisation: non-basic columns have reduced cost <= 0, the best are nearest 0
+        order = np.argsort(-np.where(basic, np.inf, reduced), kind="stable")
+        drop = np.sort(order[keep:])
+        drop = drop[~basic[drop]]
+        if drop.size == 0:
+            return 0
+        self.h.deleteCols(drop.size, (drop + self.offset).astype(np.int32))
+        kept = np.setdiff1d(np.arange(self.size), drop, assume_unique=True)
+        pool = self.pool().take(kept)
+        self.values = self.values[kept]
+        self._parts, self._cached = [pool], pool
+        self._seen = {}
+        for i, key in enumerate(pool.hashes().tolist()):
+            self._seen.setdefault(key, []).append(i)
+        return int(drop.size)
 
     def _column(self, i: int, columns: Columns, j: int, first: int, fresh: list[int]) -> np.ndarray:
         """Pool column ``i``, which may be one of the ``fresh`` columns of this very batch."""
@@ -606,6 +645,9 @@ class _State:
     start_value: float = math.nan
     best: _MasterSolution | None = None  # None: the best is the starting distribution
     best_pool: int = 0  # pool size when ``best`` was solved
+    #: the sets of ``best`` with positive weight, their ``f`` and weights (kept apart from
+    #: the master, whose pool loses columns when it is purged)
+    best_support: tuple[Columns, np.ndarray, np.ndarray] | None = None
     master: _Master | None = None
     penalty: float = math.nan
     slack: np.ndarray | None = None  # of the last master solution
@@ -625,9 +667,12 @@ class _State:
     def offer_start(self, weights: np.ndarray, value: float) -> None:
         self.start_weights, self.start_value, self.lower = weights, value, value
 
-    def offer(self, solution: _MasterSolution, value: float, pool: int) -> None:
+    def offer(self, solution: _MasterSolution, master: _Master) -> None:
+        value = master.value(solution)
         if value > self.lower or (self.best is None and self.start_weights is None):
-            self.lower, self.best, self.best_pool = value, solution, pool
+            self.lower, self.best, self.best_pool = value, solution, master.size
+            used = np.flatnonzero(solution.pool > 0)
+            self.best_support = (master.pool().take(used), master.values[used], solution.pool[used])
 
 
 def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: _Smoothing,
@@ -654,7 +699,7 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             return "time-limit", iteration - 1
         state.slack = solution.slack
         if feasible:
-            state.offer(solution, master.value(solution), master.size)
+            state.offer(solution, master)
         lam, mu = solution.lam, solution.mu
         threshold = tol * max(1.0, abs(mu) / master.scale) * master.scale
         budget = _exact_budget(overdue, state)
@@ -670,6 +715,9 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             return "optimal", iteration
         if value_lower_bound is not None and certificate.bound < value_lower_bound:
             raise _infeasible(solution.slack, r, "the Lagrangian bound is below every feasible value")
+        keep = max(PURGE_KEEP, PURGE_ROWS * (r.size + 1))
+        if master.size > 2 * keep:
+            master.purge(keep)
         chosen = entering[:max_new_columns]
         added = master.add(Columns.from_masks(cols[chosen]), vals[chosen]) if chosen.size else 0
         if added == 0:
@@ -872,10 +920,10 @@ def _support(state: _State, master: _Master | None) -> tuple[Columns, np.ndarray
             parts.append(state.start_columns)
             weights.append(best.aggregate * state.start_weights)
             values.append(state.start_values)
-        used = np.flatnonzero(best.pool > 0)
-        parts.append(master.pool().take(used))
-        weights.append(best.pool[used])
-        values.append(master.values[used])
+        columns, column_values, column_weights = state.best_support
+        parts.append(columns)
+        weights.append(column_weights)
+        values.append(column_values)
     columns = Columns.concatenate(parts, state.start_columns.n)
     weights_all = np.concatenate(weights)
     values_all = np.concatenate(values)

@@ -450,6 +450,30 @@ def test_master_is_warm_started_not_rebuilt(monkeypatch):
     assert result.value == pytest.approx(solve_distribution_lp(values, members, r).value, abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_purged_master_keeps_the_optimum_and_its_support(seed, monkeypatch):
+    # Purge down to 5 columns whenever the pool holds 10: columns leave the master often,
+    # some of them come back, and the result must not notice.
+    monkeypatch.setattr(colgen, "PURGE_KEEP", 5)
+    monkeypatch.setattr(colgen, "PURGE_ROWS", 0)
+    deleted = []
+    purge = colgen._Master.purge
+    monkeypatch.setattr(colgen._Master, "purge", lambda self, keep: deleted.append(purge(self, keep)) or deleted[-1])
+    values, members, r = accuracy_lp(20 + seed, n=10, k=4)
+    reference = solve_distribution_lp(values, members, r).value
+    start = [int(np.argmax(values))]
+    result = column_generation(values[start], members[start], r, enumeration_oracle(values, members, top=4),
+                               smoothing=0)
+    assert sum(deleted) > 0
+    assert result.value == pytest.approx(reference, abs=1e-9)
+    assert result.upper_bound >= reference - 1e-12
+    support = result.members
+    index = {row.tobytes(): i for i, row in enumerate(members)}
+    assert np.allclose(result.values, values[[index[row.tobytes()] for row in support]], atol=0)
+    assert (result.probabilities @ support >= r - 1e-8).all()
+    assert result.probabilities @ result.values == pytest.approx(result.value, abs=1e-9)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
     values, members, r = accuracy_lp(10 + seed)
