@@ -11,7 +11,6 @@ import pytest
 
 from fairsched.cli.output import Output
 from fairsched.cli.simulate_floss import add_floss_parser, floss_command
-from fairsched.propensity.floss_validity import run, simulate
 from fairsched.propensity.errors import EstimationError, ShapeError
 from fairsched.propensity.floss import fit_shadow, floss_weights
 from fairsched.propensity.floss_diagnostics import (
@@ -21,6 +20,7 @@ from fairsched.propensity.floss_diagnostics import (
     fit_shadow_checked,
     relevance_test,
 )
+from fairsched.propensity.floss_validity import informed_rejects, run, simulate
 
 
 def sample(violation: str, seed: int, n: int = 5000, shadows: int = 2):
@@ -155,6 +155,22 @@ def test_harness_flag_rates():
     assert abs(res["direct"]["bias_all"]["mean"]) > 0.05         # what the flags protect against
     if res["irrelevant"]["flag_rate"] == 1:
         assert res["irrelevant"]["bias"] == {"mean": None, "se": None}
+
+
+def test_informed_test_keeps_its_size_and_finds_the_term_it_is_told():
+    rng = np.random.default_rng(5)
+    null = [simulate("none", 5000, rng) for _ in range(40)]
+    for term in ("quadratic", "direct"):
+        assert np.mean([informed_rejects(term, data, 2) for data in null]) <= 0.15, term
+    # a large population: the missing S² term and the direct effect are both found
+    assert all(informed_rejects("quadratic", simulate("quadratic", 60_000, rng), 2) for _ in range(3))
+    assert all(informed_rejects("direct", simulate("direct", 20_000, rng), 2) for _ in range(3))
+    with pytest.raises(ShapeError, match="term"):
+        informed_rejects("irrelevant", null[0], 2)
+    with pytest.raises(ShapeError, match="informed"):
+        run("none", 2, informed=True)
+    assert run("quadratic", 2, n=2000, informed=True)["informed_power"] in (0.0, 0.5, 1.0)
+    assert run("quadratic", 2, n=2000)["informed_power"] is None
 
 
 def test_cli_prints_one_json_object(capfd):

@@ -1,14 +1,17 @@
 """``fairsched simulate floss``: does FLOSS flag a violated shadow-variable assumption?
 
     fairsched simulate floss --violation none|direct|irrelevant|quadratic --sims N [--n UNITS]
-                             [--seed S] [--shadows 1|2] [--json] [--quiet]
+                             [--seed S] [--shadows 1|2] [--informed] [--json] [--quiet]
 
 runs :func:`fairsched.propensity.floss_validity.run` and reports the share of simulated
 populations whose :func:`~fairsched.propensity.floss_diagnostics.fit_shadow_checked` fit was
 flagged, and the bias (mean ± se) of the FLOSS-weighted mean satisfaction over the runs
 not flagged. ``--json`` prints one object ``{"violation", "flag_rate", "bias": {"mean",
-"se"}, "sims", "n", "seed", "shadows", "flags", "bias_all", "seconds"}`` (``bias`` fields
-null when every run is flagged). Bad input raises a ``FairschedError`` (exit code 2 under
+"se"}, "sims", "n", "seed", "shadows", "flags", "bias_all", "informed_power", "seconds"}``
+(``bias`` fields null when every run is flagged).  ``--informed`` (``quadratic`` and
+``direct``) also reports how often a Wald test *told* the missing term rejects, the yardstick
+of what any diagnostic can detect (:mod:`fairsched.propensity.floss_validity`); without it
+``informed_power`` is null. Bad input raises a ``FairschedError`` (exit code 2 under
 the command line's error contract).
 
 Wiring (in :mod:`fairsched.cli.simulate`): ``add_floss_parser(inner, **kwargs)`` on the
@@ -44,6 +47,9 @@ def add_floss_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.Argume
     floss.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     floss.add_argument("--shadows", type=int, default=2, choices=(1, 2),
                        help="shadow variables given to the estimator (default 2; 1 is just identified)")
+    floss.add_argument("--informed", action="store_true",
+                       help="also run the Wald test told the missing term (quadratic and direct only): "
+                            "the power any diagnostic can hope for")
     floss.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     floss.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return floss
@@ -60,10 +66,12 @@ def floss_command(args: argparse.Namespace, output: Output) -> int:
         raise ShapeError(f"--n must be at least 50, got {args.n}")
     if not getattr(args, "quiet", False):
         print(f"floss {args.violation}: {args.sims} simulations of {args.n:,} users ...", file=sys.stderr, flush=True)
-    data = run(args.violation, args.sims, args.n, args.seed, shadows=getattr(args, "shadows", 2))
+    data = run(args.violation, args.sims, args.n, args.seed, shadows=getattr(args, "shadows", 2),
+               informed=getattr(args, "informed", False))
     data = {"violation": data["violation"], "flag_rate": data["flag_rate"], "bias": data["bias"],
             "sims": data["sims"], "n": data["n"], "seed": args.seed, "shadows": data["shadows"],
-            "flags": data["flags"], "bias_all": data["bias_all"], "seconds": data["seconds"]}
+            "flags": data["flags"], "bias_all": data["bias_all"], "informed_power": data["informed_power"],
+            "seconds": data["seconds"]}
     b = data["bias"]
     bias = "n/a (every run flagged)" if b["mean"] is None else (
         f"{b['mean']:+.4f}" + ("" if b["se"] is None else f" ± {b['se']:.4f}"))
@@ -71,6 +79,8 @@ def floss_command(args: argparse.Namespace, output: Output) -> int:
     text = "\n".join([f"FLOSS, violation {args.violation}: {args.sims} simulations of {args.n:,} users, "
                       f"{data['shadows']} shadow variable(s), seed {args.seed}, {data['seconds']:.1f} s",
                       f"flag rate {data['flag_rate']:.3f}   (flags: {flags})",
-                      f"bias of the FLOSS-weighted mean satisfaction over unflagged runs: {bias}"])
+                      f"bias of the FLOSS-weighted mean satisfaction over unflagged runs: {bias}"]
+                     + ([] if data["informed_power"] is None else
+                        [f"a Wald test told the missing term rejects in {data['informed_power']:.3f} of runs"]))
     output.emit(data, text)
     return EXIT_OK

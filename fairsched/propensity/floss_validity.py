@@ -23,6 +23,15 @@ with violations
 
 ``shadows=2`` gives the estimator ``Z = (Z₁, Z₂)``; ``shadows=1`` gives only ``Z₁`` (``Z₂``
 is then unobserved noise in ``S``), the just-identified FLOSS setting.
+
+**How much can any diagnostic detect?** With ``informed=True`` each run also fits the
+response model *with the violation's own term* (``S²`` for ``quadratic``, ``Z₁`` for
+``direct``) by the same efficient GMM and quadratic instruments, and records whether the
+two-sided Wald test of that coefficient rejects at ``alpha``: a test told which term is
+missing, so a yardstick for the power a general-purpose check can hope for against that
+alternative (for a single coefficient, the Wald test is asymptotically the most powerful
+test of its size among those that are unbiased).  ``irrelevant`` has no such term (``γ``
+is not identified there), so it reports none.
 """
 
 from __future__ import annotations
@@ -60,6 +69,33 @@ def simulate(violation: str, n: int, rng: np.random.Generator) -> dict[str, np.n
     return {"D": D, "Z": Z, "S": S, "R": R}
 
 
+#: the column the informed test adds to the response model, per violation
+INFORMED_TERMS = {"quadratic": "S²", "direct": "Z₁"}
+
+
+def informed_rejects(violation: str, data: dict[str, np.ndarray], shadows: int, alpha: float = 0.05) -> bool:
+    """Whether the Wald test of ``violation``'s own coefficient rejects at ``alpha`` (module
+    docstring) on ``data`` (from :func:`simulate`, under any violation: on ``none`` data the
+    rejection rate is the test's size)."""
+    from scipy.stats import norm
+
+    from fairsched.propensity.floss_gmm import instrument_matrix, two_step_gmm
+
+    if violation not in INFORMED_TERMS:
+        raise ShapeError(f"informed test: no term for violation {violation!r}; "
+                         f"expected one of {', '.join(INFORMED_TERMS)}")
+    R, D, Z = data["R"], data["D"], data["Z"][:, :shadows]
+    S = np.where(R == 1, data["S"], 0.0)  # π is evaluated for responders only
+    term = S ** 2 if violation == "quadratic" else data["Z"][:, 0]
+    n = R.size
+    X = np.column_stack([np.ones(n), D, term, S])  # S last: the starting points vary its coefficient
+    H = instrument_matrix(D[:, None], Z, "quadratic")
+    sol = two_step_gmm(R, X, H, np.where(R == 1, data["S"], np.nan), alpha=alpha)
+    if not (sol.solved and np.isfinite(sol.cov[2, 2]) and sol.cov[2, 2] > 0):
+        return False
+    return bool(abs(sol.theta[2]) / np.sqrt(sol.cov[2, 2]) > norm.ppf(1 - alpha / 2))
+
+
 def _mean_se(x: list[float]) -> dict[str, float | None]:
     if not x:
         return {"mean": None, "se": None}
@@ -67,8 +103,14 @@ def _mean_se(x: list[float]) -> dict[str, float | None]:
     return {"mean": float(a.mean()), "se": float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else None}
 
 
-def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: int = 2) -> dict:
-    """Flag rate and bias over unflagged runs; also per-flag counts and the bias over all runs."""
+def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: int = 2,
+        informed: bool = False) -> dict:
+    """Flag rate and bias over unflagged runs; also per-flag counts and the bias over all runs.
+
+    With ``informed`` (``quadratic`` and ``direct`` only), ``"informed_power"`` is the share
+    of runs in which :func:`informed_rejects` rejects (module docstring); otherwise it is
+    ``None``.
+    """
     if sims < 1 or n < 50:
         raise ShapeError(f"need sims >= 1 and n >= 50, got sims={sims}, n={n}")
     if violation not in VIOLATIONS:
@@ -76,8 +118,11 @@ def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: i
     if shadows not in (1, 2):
         raise ShapeError(f"shadows: expected 1 or 2, got {shadows}")
     start = time.perf_counter()
+    if informed and violation not in INFORMED_TERMS:
+        raise ShapeError(f"the informed test needs a violation with a term ({', '.join(INFORMED_TERMS)}), "
+                         f"got {violation!r}")
     kept, everything, counts = [], [], {}
-    flagged = 0
+    flagged = rejected = 0
     for child in np.random.SeedSequence([seed, VIOLATIONS.index(violation)]).spawn(sims):
         data = simulate(violation, n, np.random.default_rng(child))
         R, S = data["R"], data["S"]
@@ -94,20 +139,24 @@ def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: i
             flagged += 1
         else:
             kept.append(bias)
+        if informed:
+            rejected += informed_rejects(violation, data, shadows)
     return {"violation": violation, "flag_rate": flagged / sims, "bias": _mean_se(kept), "sims": sims,
             "n": n, "shadows": shadows, "flags": counts,
             "bias_all": _mean_se([b for b in everything if np.isfinite(b)]),
+            "informed_power": rejected / sims if informed else None,
             "seconds": time.perf_counter() - start}
 
 
 def table(results: Sequence[dict]) -> str:
     """Markdown: one row per violation."""
     fmt = lambda d: "n/a" if d["mean"] is None else f"{d['mean']:+.4f} ± {d['se'] or float('nan'):.4f}"
-    lines = ["| violation | flag rate | bias (unflagged) | bias (all runs) | flags | seconds |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| violation | flag rate | informed test | bias (unflagged) | bias (all runs) | flags | seconds |",
+             "|---|---|---|---|---|---|---|"]
     for r in results:
         flags = ", ".join(f"{k} {v}" for k, v in sorted(r["flags"].items())) or "-"
-        lines.append(f"| {r['violation']} | {r['flag_rate']:.3f} | {fmt(r['bias'])} | {fmt(r['bias_all'])} "
+        informed = "-" if r.get("informed_power") is None else f"{r['informed_power']:.3f}"
+        lines.append(f"| {r['violation']} | {r['flag_rate']:.3f} | {informed} | {fmt(r['bias'])} | {fmt(r['bias_all'])} "
                      f"| {flags} | {r['seconds']:.1f} |")
     return "\n".join(lines)
 
@@ -120,8 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shadows", type=int, default=2, choices=(1, 2))
+    parser.add_argument("--informed", action="store_true", help="also the Wald test told the missing term")
     args = parser.parse_args(argv)
-    results = [run(v, args.sims, args.n, args.seed, shadows=args.shadows) for v in args.violation or VIOLATIONS]
+    results = [run(v, args.sims, args.n, args.seed, shadows=args.shadows,
+                   informed=args.informed and v in INFORMED_TERMS) for v in args.violation or VIOLATIONS]
     print(f"FLOSS validity: {args.sims} simulations of {args.n:,} users, {args.shadows} shadow variable(s), "
           f"seed {args.seed}")
     print(table(results))
