@@ -19,6 +19,14 @@ runs four checks. Each failed check is a flag with a message naming its likely c
     variable approach for identification and estimation with nonignorable nonresponse";
     Miao and Tchetgen Tchetgen 2016, "On varieties of doubly robust estimators under
     missingness not at random with a shadow variable", require ``Z`` associated with ``S``).
+``curvature`` (a RESET-type test in ``S``; Ramsey 1969, "Tests for specification errors in
+    classical linear least-squares regression analysis")
+    Refit with an ``S²`` term, ``logit π = θ_0 + α·D' + δ·S² + γ·S``, by the same efficient
+    GMM and instruments (needs ``q > k + 1``) and flag when the Wald test rejects
+    ``δ = 0`` at ``alpha``: the effect of ``S`` on response is not linear, the misspecification
+    the selection-bias literature worries about first, against which the omnibus J test
+    spreads its power over ``q − k`` directions (measured: ``docs/selection_bias.md`` §5).
+    With both tests at ``alpha`` the chance of a false flag is at most ``2·alpha``.
 ``multiple_roots``
     Several distinct ``θ`` (from the multi-start) satisfy the moments as well as the J
     test allows: the data do not identify ``θ``.
@@ -80,6 +88,8 @@ class CheckedShadowFit(ShadowFit):
     j_pvalue: float = float("nan")
     relevance_f: float = float("nan")
     relevance_pvalue: float = float("nan")
+    curvature_z: float = float("nan")
+    curvature_pvalue: float = float("nan")
     roots: tuple[np.ndarray, ...] = field(default=())
     n_moments: int = 0
 
@@ -88,7 +98,8 @@ class CheckedShadowFit(ShadowFit):
         head = "reliable" if self.reliable else "UNRELIABLE: " + ", ".join(self.flags)
         return "\n".join([f"shadow-variable fit on {self.n} units: {head}",
                           f"J = {self.j_stat:.3f} (df {self.j_df}, p = {self.j_pvalue:.3g}); relevance "
-                          f"F = {self.relevance_f:.3g} (p = {self.relevance_pvalue:.3g}); {len(self.roots)} root(s)",
+                          f"F = {self.relevance_f:.3g} (p = {self.relevance_pvalue:.3g}); curvature z = "
+                          f"{self.curvature_z:.2f} (p = {self.curvature_pvalue:.3g}); {len(self.roots)} root(s)",
                           *self.flag_messages])
 
 
@@ -110,6 +121,24 @@ def relevance_test(R: np.ndarray, D: np.ndarray, S: np.ndarray, Z: np.ndarray) -
     bz, Vz = b[-qz:], V[-qz:, -qz:]
     W = float(bz @ np.linalg.pinv(Vz) @ bz)
     return W / qz, float(chi2.sf(W, qz))
+
+
+def curvature_test(R: np.ndarray, X: np.ndarray, H: np.ndarray, S: np.ndarray, *, starts: int = 8,
+                   alpha: float = 0.05) -> tuple[float, float]:
+    """``(z, p)`` of the Wald test of ``δ = 0`` in ``logit π = X·θ + δ·S²`` (``X``'s last column
+    is ``S``; ``S`` is 0 for non-responders), by two-step GMM on the instruments ``H``;
+    ``(nan, nan)`` when ``H`` has too few columns to identify ``δ`` or the fit fails."""
+    from scipy.stats import norm
+
+    if H.shape[1] <= X.shape[1]:
+        return float("nan"), float("nan")
+    extended = np.column_stack([X[:, :-1], S * S, X[:, -1]])  # S stays last (the starting points vary it)
+    sol = two_step_gmm(R, extended, H, S, starts=starts, alpha=alpha)
+    var = sol.cov[-2, -2]
+    if not (sol.solved and np.isfinite(var) and var > 0):
+        return float("nan"), float("nan")
+    z = float(sol.theta[-2] / np.sqrt(var))
+    return z, float(2 * norm.sf(abs(z)))
 
 
 def fit_shadow_checked(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | None = None, *,
@@ -145,6 +174,7 @@ def fit_shadow_checked(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | No
         raise ShapeError(f"instruments: {H.shape[1]} moments for {X.shape[1]} parameters; need at least as many")
     sol = two_step_gmm(R, X, H, S, starts=starts, alpha=alpha)
     rel_f, rel_p = relevance_test(R, D, S, Z)
+    curv_z, curv_p = curvature_test(R, X, H, S, starts=starts, alpha=alpha)
     flags: list[tuple[str, str]] = []
     j_p = float(chi2.sf(sol.J, sol.df)) if sol.df > 0 and np.isfinite(sol.J) else float("nan")
     if not sol.solved:
@@ -156,6 +186,10 @@ def fit_shadow_checked(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | No
                       "moment conditions: the shadow variable affects response directly (R ⟂ Z | D', S "
                       "fails) or the logistic response model is misspecified (e.g. a missing S² or D'² "
                       "term); the propensities and weights are biased"))
+    if curv_p < alpha:
+        flags.append(("curvature", f"an S² term in the response model is significant (Wald z = {curv_z:.2f}, "
+                      f"p = {curv_p:.3g}): the effect of S on response is not linear in the logit, so the "
+                      "model of π is misspecified and the propensities and weights are biased"))
     if not rel_f >= min_relevance_f:
         flags.append(("weak_shadow", f"the shadow variable(s) barely predict S among responders (robust "
                       f"F = {rel_f:.3g} < {min_relevance_f:g}, p = {rel_p:.3g}): γ is weakly or not "
@@ -169,6 +203,7 @@ def fit_shadow_checked(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | No
                            reliable=not flags, flags=tuple(f for f, _ in flags),
                            flag_messages=tuple(f"{f}: {msg}" for f, msg in flags), j_stat=sol.J,
                            j_df=sol.df, j_pvalue=j_p, relevance_f=rel_f, relevance_pvalue=rel_p,
+                           curvature_z=curv_z, curvature_pvalue=curv_p,
                            roots=sol.roots, n_moments=sol.n_moments,
                            status="solved" if sol.solved else "unsolved", success=not flags)
     if flags and on_unreliable != "ignore":
