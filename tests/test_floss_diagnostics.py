@@ -157,6 +157,24 @@ def test_harness_flag_rates():
         assert res["irrelevant"]["bias"] == {"mean": None, "se": None}
 
 
+def test_curvature_flag_finds_a_missing_square_and_keeps_its_size():
+    rng = np.random.default_rng(8)
+    d = simulate("quadratic", 60_000, rng)
+    fit = fit_shadow_checked(d["R"], d["D"], np.where(d["R"] == 1, d["S"], np.nan), d["Z"], on_unreliable="ignore")
+    assert "curvature" in fit.flags and fit.curvature_z < -3 and fit.curvature_pvalue < 1e-3
+    assert "curvature" in fit.summary()
+    false = 0
+    for _ in range(40):
+        d = simulate("none", 5000, rng)
+        fit = fit_shadow_checked(d["R"], d["D"], np.where(d["R"] == 1, d["S"], np.nan), d["Z"], on_unreliable="ignore")
+        false += "curvature" in fit.flags
+    assert false <= 6  # 15% of 40: a 5% test
+    # just identified (one shadow, linear instruments): no room for the S² term, no test
+    fit = fit_shadow_checked(d["R"], d["D"], np.where(d["R"] == 1, d["S"], np.nan), d["Z"][:, 0],
+                             instruments="linear", on_unreliable="ignore")
+    assert np.isnan(fit.curvature_z) and "curvature" not in fit.flags
+
+
 def test_informed_test_keeps_its_size_and_finds_the_term_it_is_told():
     rng = np.random.default_rng(5)
     null = [simulate("none", 5000, rng) for _ in range(40)]
