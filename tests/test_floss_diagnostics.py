@@ -175,6 +175,16 @@ def test_curvature_flag_finds_a_missing_square_and_keeps_its_size():
     assert np.isnan(fit.curvature_z) and "curvature" not in fit.flags
 
 
+def test_untuned_violations_change_only_the_response():
+    base = simulate("none", 4000, np.random.default_rng(3))
+    for violation in ("interaction", "step", "d-squared"):
+        other = simulate(violation, 4000, np.random.default_rng(3))
+        np.testing.assert_array_equal(other["S"], base["S"])
+        np.testing.assert_array_equal(other["Z"], base["Z"])
+        assert 0.02 < np.mean(other["R"] != base["R"]) < 0.3, violation
+    assert run("step", 2, n=2000)["violation"] == "step"
+
+
 def test_informed_test_keeps_its_size_and_finds_the_term_it_is_told():
     rng = np.random.default_rng(5)
     null = [simulate("none", 5000, rng) for _ in range(40)]

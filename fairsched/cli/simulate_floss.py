@@ -1,6 +1,7 @@
 """``fairsched simulate floss``: does FLOSS flag a violated shadow-variable assumption?
 
-    fairsched simulate floss --violation none|direct|irrelevant|quadratic --sims N [--n UNITS]
+    fairsched simulate floss --violation none|direct|irrelevant|quadratic|interaction|step|d-squared
+                             --sims N [--n UNITS]
                              [--seed S] [--shadows 1|2] [--informed] [--json] [--quiet]
 
 runs :func:`fairsched.propensity.floss_validity.run` and reports the share of simulated
