@@ -275,6 +275,18 @@ class _Master:
             self._parts = [self._cached]
         return self._cached
 
+    def take(self, index: np.ndarray) -> Columns:
+        """Pool columns ``index`` (increasing), read from the parts without joining them all."""
+        if self._cached is not None:
+            return self._cached.take(index)
+        taken, start = [], 0
+        for part in self._parts:
+            inside = index[(index >= start) & (index < start + len(part))] - start
+            if inside.size:
+                taken.append(part.take(inside))
+            start += len(part)
+        return Columns.concatenate(taken, self.n) if taken else Columns.empty(self.n)
+
     def set_big_m(self, big_m: float) -> None:
         assert self.elastic
         self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.full(self.n, -big_m))
@@ -672,7 +684,7 @@ class _State:
         if value > self.lower or (self.best is None and self.start_weights is None):
             self.lower, self.best, self.best_pool = value, solution, master.size
             used = np.flatnonzero(solution.pool > 0)
-            self.best_support = (master.pool().take(used), master.values[used], solution.pool[used])
+            self.best_support = (master.take(used), master.values[used], solution.pool[used])
 
 
 def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: _Smoothing,
