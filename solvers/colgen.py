@@ -2,7 +2,8 @@
 
 The master problem is the distribution LP of :mod:`fairsched.solvers.lp` over a growing pool of
 columns, kept in **one** HiGHS model: new columns are appended with ``addCols`` and the
-primal simplex restarts from the previous optimal basis (no rebuild per iteration).  Columns
+primal simplex restarts from the previous optimal basis (no rebuild per iteration); once the
+pool is large, non-basic columns of low reduced cost are deleted (:meth:`_Master.purge`).  Columns
 are stored sparsely (:class:`~fairsched.solvers.columns.Columns`: a column is its ``k``
 indices), never as ``(m, n)`` masks.  The pricing problem is left to a callback::
 
@@ -227,7 +228,8 @@ class _MasterTimeLimit(Exception):
 
 
 class _Master:
-    """The restricted master LP as one HiGHS model that only ever grows.
+    """The restricted master LP as one HiGHS model: columns are appended; the only deletions
+    are the artificial slacks once unused and non-basic pool columns (:meth:`purge`).
 
     HiGHS columns: the ``n`` artificial slacks while elastic, then the aggregated start
     column (if any), then the pool.  The objective is divided by ``scale`` (about ``max |f|``)
@@ -292,8 +294,8 @@ class _Master:
         self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.full(self.n, -big_m))
 
     def close_elastic(self) -> None:
-        """Delete the artificial slacks once the pool meets the floors (the pool only grows,
-        so it keeps meeting them): λ is then no longer capped by, or stuck at, the penalty M."""
+        """Delete the artificial slacks once the pool meets the floors (it keeps meeting them:
+        a purge keeps the basic columns): λ is then no longer capped by, or stuck at, the penalty M."""
         self.h.deleteCols(self.n, np.arange(self.n, dtype=np.int32))
         self.elastic = False
         self.offset -= self.n
