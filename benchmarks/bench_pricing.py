@@ -29,6 +29,9 @@ location gap 2.29e-2 (63.5 s CPU), concave sqrt 3.31e-3 (52.7 s), concave log1p 
 (57.0 s), mixture 1.70e-2 (53.1 s), all four ``"time-limit"`` (before: ``"tailing-off"`` at
 2.39e-2, 4.26e-3, 6.76e-3, 4.05e-2).  What limits them is the exact MILP pricing: each call
 costs 17-45 s CPU on these instances and moves the bound little, so 1e-4 is not reached.
+On 2026-12-02, with the master purged of low-reduced-cost columns and 24 initial tangents
+per concave term: concave sqrt 9.9e-4, log1p 1.01e-3, mixture 1.27e-2, facility location
+2.29e-2 (``benchmarks/README.md``, "What limits facility location").
 """
 
 from __future__ import annotations
