@@ -55,11 +55,10 @@ from fairsched.utilities.propensity_accuracy import (
     _per_stratum,
     pairwise_jump_problem,
     stratum_sizes_and_shares,
+    stratum_sum_values,
 )
 from fairsched.utilities.validation import (
-    as_masks,
     read_table,
-    row_chunks,
 )
 
 TOLERANCE = 1e-12
@@ -125,13 +124,7 @@ class PoststratifiedAccuracy(SetFunction):
         return 1.0 - self.value(S)
 
     def values(self, masks: np.ndarray) -> np.ndarray:
-        masks = as_masks(masks, self.n)
-        out = np.zeros(masks.shape[0])
-        for rows in row_chunks(masks.shape[0], self.n + self.strata):
-            block = masks[rows]
-            m = block.astype(np.float64) @ self.sizes
-            out[rows] = np.where(block.any(axis=1), self.curves(m) @ self.shares, 0.0)
-        return out
+        return stratum_sum_values(masks, self.n, self.sizes, lambda m: self.curves(m) @ self.shares)
 
     def submodularity_problem(self, off_empty: bool = False) -> str | None:
         """Why ``f`` is not monotone submodular (on non-empty sets if ``off_empty``), or ``None``.

@@ -33,6 +33,7 @@ such workers would have accuracy ``−∞`` on stratum ``j``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Self
 
 import numpy as np
@@ -74,6 +75,21 @@ def stratum_sizes_and_shares(sizes: Any, shares: Any, n: int | None = None) -> t
     if abs(pi.sum() - 1.0) > SHARE_TOLERANCE:
         raise InstanceError(f"sum to {pi.sum():.10g}, expected 1", key="shares")
     return L, pi
+
+
+def stratum_sum_values(masks: Any, n: int, sizes: np.ndarray,
+                       score: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``f`` of every row of ``masks`` for ``f(S) = score(m(S))``, ``m(S) = Σ_{u∈S} sizes_u``
+    (one column per stratum), and ``f(∅) = 0``; ``score`` maps ``(rows, J)`` sums to
+    ``(rows,)`` and sees 1 in place of the empty rows' sums. Rows are taken in chunks."""
+    masks = as_masks(masks, n)
+    out = np.zeros(masks.shape[0])
+    for rows in row_chunks(masks.shape[0], n + sizes.shape[1]):
+        block = masks[rows]
+        m = block.astype(np.float64) @ sizes
+        nonempty = block.any(axis=1)
+        out[rows] = np.where(nonempty, score(np.where(nonempty[:, None], m, 1.0)), 0.0)
+    return out
 
 
 def pairwise_jump_problem(n: int, strata: int, pair_values: Any, singles: np.ndarray, tol: float) -> str | None:
@@ -192,14 +208,7 @@ class PropensityWeightedAccuracy(SetFunction):
         return self._curves(m) @ self.shares
 
     def values(self, masks: np.ndarray) -> np.ndarray:
-        masks = as_masks(masks, self.n)
-        out = np.zeros(masks.shape[0])
-        for rows in row_chunks(masks.shape[0], self.n + self.strata):
-            block = masks[rows]
-            m = block.astype(np.float64) @ self.effective
-            nonempty = block.any(axis=1)
-            out[rows] = np.where(nonempty, self._score(np.where(nonempty[:, None], m, 1.0)), 0.0)
-        return out
+        return stratum_sum_values(masks, self.n, self.effective, self._score)
 
     def gains(self, S: Any) -> np.ndarray:
         S = as_index_set(S, self.n)
