@@ -123,22 +123,28 @@ def relevance_test(R: np.ndarray, D: np.ndarray, S: np.ndarray, Z: np.ndarray) -
     return W / qz, float(chi2.sf(W, qz))
 
 
-def curvature_test(R: np.ndarray, X: np.ndarray, H: np.ndarray, S: np.ndarray, *, starts: int = 8,
-                   alpha: float = 0.05) -> tuple[float, float]:
-    """``(z, p)`` of the Wald test of ``δ = 0`` in ``logit π = X·θ + δ·S²`` (``X``'s last column
+def added_term_test(R: np.ndarray, X: np.ndarray, H: np.ndarray, S: np.ndarray, term: np.ndarray, *,
+                    starts: int = 8, alpha: float = 0.05) -> tuple[float, float]:
+    """``(z, p)`` of the Wald test of ``δ = 0`` in ``logit π = X·θ + δ·term`` (``X``'s last column
     is ``S``; ``S`` is 0 for non-responders), by two-step GMM on the instruments ``H``;
     ``(nan, nan)`` when ``H`` has too few columns to identify ``δ`` or the fit fails."""
     from scipy.stats import norm
 
     if H.shape[1] <= X.shape[1]:
         return float("nan"), float("nan")
-    extended = np.column_stack([X[:, :-1], S * S, X[:, -1]])  # S stays last (the starting points vary it)
+    extended = np.column_stack([X[:, :-1], term, X[:, -1]])  # S stays last (the starting points vary it)
     sol = two_step_gmm(R, extended, H, S, starts=starts, alpha=alpha)
     var = sol.cov[-2, -2]
     if not (sol.solved and np.isfinite(var) and var > 0):
         return float("nan"), float("nan")
     z = float(sol.theta[-2] / np.sqrt(var))
     return z, float(2 * norm.sf(abs(z)))
+
+
+def curvature_test(R: np.ndarray, X: np.ndarray, H: np.ndarray, S: np.ndarray, *, starts: int = 8,
+                   alpha: float = 0.05) -> tuple[float, float]:
+    """:func:`added_term_test` of an ``S²`` term: the ``curvature`` check (module docstring)."""
+    return added_term_test(R, X, H, S, S * S, starts=starts, alpha=alpha)
 
 
 def fit_shadow_checked(R: Any, D: Any, S: Any, Z: Any, names: Sequence[str] | None = None, *,

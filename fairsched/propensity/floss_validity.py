@@ -50,7 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from fairsched.propensity.errors import ShapeError
-from fairsched.propensity.floss_diagnostics import fit_shadow_checked
+from fairsched.propensity.floss_diagnostics import added_term_test, fit_shadow_checked
 
 VIOLATIONS = ("none", "direct", "irrelevant", "quadratic", "interaction", "step", "d-squared")
 #: the violations the harness runs by default (the first four)
@@ -92,9 +92,7 @@ def informed_rejects(violation: str, data: dict[str, np.ndarray], shadows: int, 
     """Whether the Wald test of ``violation``'s own coefficient rejects at ``alpha`` (module
     docstring) on ``data`` (from :func:`simulate`, under any violation: on ``none`` data the
     rejection rate is the test's size)."""
-    from scipy.stats import norm
-
-    from fairsched.propensity.floss_gmm import instrument_matrix, two_step_gmm
+    from fairsched.propensity.floss_gmm import instrument_matrix
 
     if violation not in INFORMED_TERMS:
         raise ShapeError(f"informed test: no term for violation {violation!r}; "
@@ -102,13 +100,9 @@ def informed_rejects(violation: str, data: dict[str, np.ndarray], shadows: int, 
     R, D, Z = data["R"], data["D"], data["Z"][:, :shadows]
     S = np.where(R == 1, data["S"], 0.0)  # π is evaluated for responders only
     term = S ** 2 if violation == "quadratic" else data["Z"][:, 0]
-    n = R.size
-    X = np.column_stack([np.ones(n), D, term, S])  # S last: the starting points vary its coefficient
-    H = instrument_matrix(D[:, None], Z, "quadratic")
-    sol = two_step_gmm(R, X, H, np.where(R == 1, data["S"], np.nan), alpha=alpha)
-    if not (sol.solved and np.isfinite(sol.cov[2, 2]) and sol.cov[2, 2] > 0):
-        return False
-    return bool(abs(sol.theta[2]) / np.sqrt(sol.cov[2, 2]) > norm.ppf(1 - alpha / 2))
+    X = np.column_stack([np.ones(R.size), D, S])
+    _, p = added_term_test(R, X, instrument_matrix(D[:, None], Z, "quadratic"), S, term, alpha=alpha)
+    return bool(p < alpha)  # nan (not identified or not solved) does not reject
 
 
 def _mean_se(x: list[float]) -> dict[str, float | None]:
