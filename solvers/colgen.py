@@ -658,7 +658,6 @@ class _State:
     start_weights: np.ndarray | None = None
     start_value: float = math.nan
     best: _MasterSolution | None = None  # None: the best is the starting distribution
-    best_pool: int = 0  # pool size when ``best`` was solved
     #: the sets of ``best`` with positive weight, their ``f`` and weights (kept apart from
     #: the master, whose pool loses columns when it is purged)
     best_support: tuple[Columns, np.ndarray, np.ndarray] | None = None
@@ -684,7 +683,7 @@ class _State:
     def offer(self, solution: _MasterSolution, master: _Master) -> None:
         value = master.value(solution)
         if value > self.lower or (self.best is None and self.start_weights is None):
-            self.lower, self.best, self.best_pool = value, solution, master.size
+            self.lower, self.best = value, solution
             used = np.flatnonzero(solution.pool > 0)
             self.best_support = (master.take(used), master.values[used], solution.pool[used])
 
