@@ -46,7 +46,6 @@ from fairsched.fl.stratified import (
     stratum_dummies,
 )
 from fairsched.fl.training import TrainConfig, train
-from fairsched.propensity import fit_enrollment
 from fairsched.utilities import (
     AccuracyUtility,
     PoststratifiedAccuracy,
@@ -146,20 +145,16 @@ def run_cps_seed(level: str, seed: int, rounds: int, floor: float, k: int = 10,
     """:func:`compare` on the CPS1988 clients (:mod:`fairsched.fl.cps`): the strata are the eight
     region × metro groups, the shares IPW estimates from a linear enrollment model on the client
     frame, weighted by record counts (the target is the full sample, every record equal)."""
-    from fairsched.fl.cps import COVARIATES, GROUPS, make_cps_population
+    from fairsched.fl.cps import make_cps_population
     from fairsched.fl.model import client_objective
 
     pop = make_cps_population(level, np.random.default_rng([seed, 2]))
-    J = len(GROUPS)
     members = np.flatnonzero(pop.enrolled)
-    pi_hat = fit_enrollment(pop.Z, pop.enrolled, names=COVARIATES).predict(pop.Z)
-    sizes = np.zeros((pop.clients, J))
-    sizes[np.arange(pop.clients), pop.group] = pop.data.sizes
-    w = sizes[members] / pi_hat[members, None]
+    pi_hat, shares_hat = pop.estimated_group_shares()
     objective = client_objective(pop.data, pop.target_weights, train_config.ridge)
     _, f_star = objective.solve()
     strata = np.where(pop.data.mask > 0, pop.group[:, None], -1)
-    setting = Setting(pop.data, strata, members, sizes[members], w.sum(axis=0) / w.sum(),
+    setting = Setting(pop.data, strata, members, pop.group_sizes[members], shares_hat,
                       np.divide(1.0, pi_hat, out=np.zeros_like(pi_hat), where=pop.enrolled), objective, f_star)
     return compare(setting, seed, rounds, floor, k, curve, 0.05, train_config)
 

@@ -119,6 +119,25 @@ class CPSPopulation:
         sizes = self.data.sizes
         return sizes / sizes.sum()
 
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """``(M, len(GROUPS))``: each client's record count in its own group's column, 0 elsewhere."""
+        sizes = np.zeros((self.clients, len(GROUPS)))
+        sizes[np.arange(self.clients), self.group] = self.data.sizes
+        return sizes
+
+    def estimated_group_shares(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(π̂^enroll, shares)``: every client's enrollment propensity from a logistic model on
+        its covariates ``Z``, and the groups' record-weighted IPW shares
+        ``π̂_j ∝ Σ_{i enrolled in j} n_i / π̂^enroll_i`` (the target weights every record equally)."""
+        # not at import: fairsched.fl stays light
+        from fairsched.propensity import fit_enrollment
+
+        pi_hat = fit_enrollment(self.Z, self.enrolled, names=COVARIATES).predict(self.Z)
+        members = np.flatnonzero(self.enrolled)
+        w = self.group_sizes[members] / pi_hat[members, None]
+        return pi_hat, w.sum(axis=0) / w.sum()
+
     def participation_logit(self, round_covariate: np.ndarray) -> np.ndarray:
         """True ``logit π^part`` for round covariates of shape ``(rounds, M)``."""
         return self.config.part_z * self.Z[:, COVARIATES.index("parttime")][None, :] + round_covariate

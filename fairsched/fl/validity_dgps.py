@@ -141,21 +141,17 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
 
 
 def _cps(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
-    from fairsched.fl.cps import COVARIATES, GROUPS, make_cps_population
+    from fairsched.fl.cps import GROUPS, make_cps_population
     from fairsched.fl.model import client_objective
-    from fairsched.propensity import fit_enrollment
 
     pop = make_cps_population(CPS_BIAS, np.random.default_rng([seed, 2]))
     rng = np.random.default_rng([seed, 13])
     J, M = len(GROUPS), pop.clients
     objective = client_objective(pop.data, pop.target_weights, config.train.ridge)  # before the hold-out
     _, f_star = objective.solve()
-    full = np.zeros((M, J))
-    full[np.arange(M), pop.group] = pop.data.sizes
+    full = pop.group_sizes
     members = np.flatnonzero(pop.enrolled)
-    pi_hat = fit_enrollment(pop.Z, pop.enrolled, names=COVARIATES).predict(pop.Z)
-    w = full[members] / pi_hat[members, None]
-    shares_hat = w.sum(axis=0) / w.sum()
+    _, shares_hat = pop.estimated_group_shares()
     X, y, mask = pop.data.X.copy(), pop.data.y.copy(), pop.data.mask.copy()
     held: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(J)]
     for i in members:
