@@ -71,6 +71,24 @@ def test_a_budget_that_runs_out_gives_the_value_and_bound_reached(capsys, monkey
     assert "U_opt <=" in text and "LP value" in text and "time-limit" in text
 
 
+def test_a_value_without_any_bound_is_reported_as_such(capsys, monkeypatch):
+    """A heuristic pricing (a utility not certified submodular) gives an LP value and an infinite bound:
+    the text says so instead of failing on the missing bound."""
+    def unbounded(problem, **kwargs):
+        exact = fs.optimum(problem)
+        return Optimum(value=exact.value, upper_bound=float("inf"), method="column-generation+test", support=exact.support,
+                       probabilities=exact.probabilities, fairness_price=exact.fairness_price,
+                       columns=len(exact.support), iterations=3, status="stalled", success=False,
+                       message="no column prices out at the master's duals (the pricing is heuristic)")
+
+    monkeypatch.setattr(cli_run, "optimum", unbounded)
+    data = run_json(capsys, "paper", "--policy", "fairdg", "--rounds", "200")
+    assert data["optimum_upper_bound"] is None and data["optimum_status"] == "stalled"
+    assert main(["run", "paper", "--policy", "fairdg", "--rounds", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "LP value" in text and "no certified upper bound" in text and "U_opt <=" not in text
+
+
 def test_exact_refuses_an_uncertified_optimum(capsys, monkeypatch):
     monkeypatch.setattr(cli_run, "optimum", lambda problem, **kwargs: _stopped_early(problem))
     assert main(["run", "paper", "--policy", "fairdg", "--rounds", "200", "--optimum", "exact"]) == 2

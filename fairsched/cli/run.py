@@ -445,8 +445,10 @@ def _text(problem: Problem, name: str, instance: str, rounds: int, seed: int, se
     ratio = "n/a" if report.ratio is None else f"{report.ratio:.6f}"
     if yardstick.value is not None and yardstick.reason is None:
         optimum_text = f"U_opt {yardstick.value:.6f}"
-    elif yardstick.value is not None:
+    elif yardstick.value is not None and yardstick.upper_bound is not None:
         optimum_text = f"LP value {yardstick.value:.6f} (U_opt <= {yardstick.upper_bound:.6f}, {yardstick.status})"
+    elif yardstick.value is not None:  # a pricing without a bound (the utility is not certified submodular)
+        optimum_text = f"LP value {yardstick.value:.6f} (no certified upper bound: {yardstick.reason})"
     elif yardstick.upper_bound is not None:
         optimum_text = f"U_opt <= {yardstick.upper_bound:.6f}"
     else:
