@@ -185,12 +185,14 @@ TINY = {"k": 4, "pilots": 8, "missing_pilots": 1, "train": TrainConfig(rounds=3,
 
 
 def test_harness_tiny_json_shape():
-    from fairsched.fl.utility_validity import UTILITIES, run
+    from fairsched.fl.utility_validity import REFERENCES, UTILITIES, run
 
     result = run("bundled", 2, 5, **TINY)
-    assert set(result) == {"dgp", "utilities"} and result["dgp"] == "bundled"
-    assert set(result["utilities"]) == set(UTILITIES) >= {"accuracy", "propensity", "mismatch", "poststratified"}
-    for v in result["utilities"].values():
+    assert set(result) == {"dgp", "utilities", "reference"} and result["dgp"] == "bundled"
+    assert set(result["utilities"]) == set(UTILITIES) >= {"accuracy", "propensity", "mismatch", "poststratified",
+                                                          "one_step"}
+    assert set(result["reference"]) == set(REFERENCES) == {"trained_validation"}
+    for v in [*result["utilities"].values(), *result["reference"].values()]:
         assert set(v) == {"spearman", "se"}
         assert np.isnan(v["spearman"]) or -1.0 <= v["spearman"] <= 1.0
     json.dumps(result)

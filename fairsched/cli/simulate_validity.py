@@ -3,10 +3,12 @@
     fairsched simulate utility-validity --dgp NAME [--seeds N] [--sets M] [--json] [--quiet]
 
 runs :func:`fairsched.fl.utility_validity.run` on one DGP (``bundled``, ``unequal``,
-``misspecified``) and reports, per utility, the Spearman correlation of its value with the
+``misspecified``, ``cps``) and reports, per utility, the Spearman correlation of its value with the
 negative realised target excess loss of federated training on random worker sets (higher
-is better), mean ± standard error over the seeds. ``--json`` prints exactly one object
-``{"dgp", "utilities": {name: {"spearman", "se"}}}`` (``se`` null for one seed); progress goes
+is better), mean ± standard error over the seeds, and the same for the reference predictor
+``trained_validation`` (the validation loss of the trained model itself). ``--json`` prints
+exactly one object ``{"dgp", "utilities": {name: {"spearman", "se"}}, "reference": {name:
+{"spearman", "se"}}}`` (``se`` null for one seed); progress goes
 to stderr unless ``--quiet``. Bad input raises (the caller's error contract: exit code 2).
 """
 
@@ -56,5 +58,8 @@ def validity_command(args: argparse.Namespace, output: Output) -> int:
     for name, v in result["utilities"].items():
         se = "n/a" if v["se"] is None else f"{v['se']:.3f}"
         lines.append(f"{name:<24} {AGGREGATION[name]:<15} {v['spearman']:+.3f} ± {se}")
+    for name, v in result.get("reference", {}).items():
+        se = "n/a" if v["se"] is None else f"{v['se']:.3f}"
+        lines.append(f"{name + ' (reference)':<24} {'poststratified':<15} {v['spearman']:+.3f} ± {se}")
     output.emit(result, "\n".join(lines))
     return EXIT_OK

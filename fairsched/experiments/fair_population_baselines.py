@@ -16,7 +16,10 @@ Schedules (``k = 10`` of the enrolled each round):
   A Multi-Round Submodular Maximization Approach", 2021) with floors ``r = floor·k/n`` on
   ``accuracy`` (total sizes), ``propensity`` (:class:`~fairsched.utilities.PropensityWeightedAccuracy`
   with IPW shares) or ``poststratified`` (:class:`~fairsched.utilities.PoststratifiedAccuracy`
-  with the same shares and the experiment's learning curve, not fitted).
+  with the same shares and the experiment's learning curve, not fitted) or ``one_step``
+  (:class:`~fairsched.utilities.OneStepValidation` from one pilot round of every enrolled
+  worker, scored on the post-stratified objective of all their examples: in-sample, no
+  hold-out; not submodular).
 
 With ``--data cps`` the same comparison runs on the CPS1988 clients (:func:`run_cps_seed`).
 
@@ -38,6 +41,7 @@ import numpy as np
 import fairsched
 from fairsched.fl.aggregation import example_strata, poststratified_weights
 from fairsched.fl.model import ClientData, Objective
+from fairsched.fl.one_step import one_step_utility
 from fairsched.fl.stratified import (
     STRATA,
     FairPopulationConfig,
@@ -56,7 +60,8 @@ from fairsched.utilities import (
 RULES = (("random", "size"), ("random", "ipw"), ("random", "poststratified"),
          ("fairdg/accuracy", "size"), ("fairdg/accuracy", "ipw"),
          ("fairdg/propensity", "size"), ("fairdg/propensity", "ipw"),
-         ("fairdg/poststratified", "poststratified"), ("fairdg/poststratified", "size"))
+         ("fairdg/poststratified", "poststratified"), ("fairdg/poststratified", "size"),
+         ("fairdg/one_step", "poststratified"))
 
 
 def train_schedule(data: ClientData, strata: np.ndarray, schedule: Sequence[np.ndarray], aggregation: str,
@@ -106,7 +111,8 @@ def compare(setting: Setting, seed: int, rounds: int, floor: float, k: int, curv
     a, b, c = curve
     utilities = {"accuracy": AccuracyUtility(L.sum(axis=1), a, b, c),
                  "propensity": PropensityWeightedAccuracy(L, shares, transfer, a, b, c),
-                 "poststratified": PoststratifiedAccuracy(L, shares, a, b, c)}
+                 "poststratified": PoststratifiedAccuracy(L, shares, a, b, c),
+                 "one_step": one_step_utility(setting.data, setting.strata, members, shares, train_config.ridge)}
     r = np.full(n, floor * k / n)
     ids = tuple(f"c{i}" for i in members)
     rng = np.random.default_rng([seed, 1])

@@ -22,7 +22,17 @@ Utilities (``π̂``: IPW shares; ``L_{u,j}``: worker ``u``'s stratum-``j`` examp
   with curves fitted (:func:`fairsched.fl.curves.fit_stratum_curves`) on ``pilots`` pilot runs of
   random sets of ``k/2..2k`` workers plus ``missing_pilots`` runs per stratum with that stratum
   left out, scored on the held-out validation objective ``Σ_j π̂_j V_j``; post-stratified
-  aggregation (:mod:`fairsched.fl.aggregation`) with ``π̂``.
+  aggregation (:mod:`fairsched.fl.aggregation`) with ``π̂``;
+- ``one_step``: :class:`~fairsched.utilities.OneStepValidation` from one pilot round of every
+  worker (gradients and Hessians at the post-stratified fit of all workers,
+  :func:`fairsched.fl.one_step.one_step_utility`), the set's model predicted by one Newton step
+  and the harness's training schedule, scored on the quadratic model of the validation
+  objective; post-stratified aggregation. Not submodular.
+
+Reference, not a utility (it trains the set first): ``trained_validation``, the validation
+objective of the set's trained post-stratified model. What any predictor that scores a set by
+the validation objective can reach at best; where it is low, the validation objective itself
+(``π̂``) does not stand for the target.
 
 Cost per seed with the defaults (k = 10, R = 100, K = 5, 40 + 3·4 pilots): 2·sets + 52 federated
 trainings, batched (:func:`fairsched.fl.aggregation.train_sets`).
@@ -42,6 +52,7 @@ import numpy as np
 from fairsched.fl.aggregation import fedavg_weights, poststratified_batch, train_sets
 from fairsched.fl.curves import fit_stratum_curves, plugin_curves
 from fairsched.fl.errors import SimulationError
+from fairsched.fl.one_step import one_step_utility
 from fairsched.fl.training import TrainConfig
 from fairsched.fl.validity_dgps import (
     DGPS,
@@ -52,10 +63,12 @@ from fairsched.utilities import AccuracyUtility, PropensityWeightedAccuracy
 from fairsched.utilities.poststratified_accuracy import PoststratifiedAccuracy
 
 UTILITIES = ("accuracy", "propensity", "mismatch", "poststratified", "poststratified_c1",
-             "poststratified_plugin")
+             "poststratified_plugin", "one_step")
 AGGREGATION = {"accuracy": "fedavg", "propensity": "fedavg", "mismatch": "fedavg",
                "poststratified": "poststratified", "poststratified_c1": "poststratified",
-               "poststratified_plugin": "poststratified"}
+               "poststratified_plugin": "poststratified", "one_step": "poststratified"}
+#: not utilities: predictors that train the set first, for what no utility can beat
+REFERENCES = ("trained_validation",)
 CURVE = (0.05, 0.5, -0.5)
 TRANSFER = 0.05
 #: R = 100 rounds, K = 5 local steps (the fair_population schedule)
@@ -114,7 +127,9 @@ def seed_result(pop: ValidityPopulation, seed: int, sets: int, k: int = 10, pilo
     loss = {"fedavg": pop.objective.values(train_sets(pop.data, clients, *fedavg_weights(pop.data, clients), train))
             - pop.f_star}
     omega, w = poststratified_batch(pop.data, pop.strata, clients, pi_hat)
-    loss["poststratified"] = pop.objective.values(train_sets(pop.data, clients, omega, w, train)) - pop.f_star
+    theta_post = train_sets(pop.data, clients, omega, w, train)
+    loss["poststratified"] = pop.objective.values(theta_post) - pop.f_star
+    one_step = one_step_utility(pop.data, pop.strata, W, pi_hat, train.ridge, pop.validation, training=train)
     a, b, c = CURVE
     mset = masks.astype(np.float64) @ L
     values = {
@@ -125,10 +140,12 @@ def seed_result(pop: ValidityPopulation, seed: int, sets: int, k: int = 10, pilo
         "poststratified_c1": curves_c1.utility(L, pi_hat).values(masks),
         "poststratified_plugin": PoststratifiedAccuracy(L, pi_hat, a=curves_c1.a, b=b_plugin, c=-1.0,
                                                         missing=curves_c1.missing).values(masks),
+        "one_step": one_step.values(masks),
     }
     rho = {u: _spearman(values[u], loss[AGGREGATION[u]]) for u in UTILITIES}
+    reference = {"trained_validation": _spearman(-pop.validation.values(theta_post), loss["poststratified"])}
     cross = {u: {g: _spearman(values[u], loss[g]) for g in loss} for u in UTILITIES}
-    return {"spearman": rho, "cross": cross, "mean_loss": {g: float(v.mean()) for g, v in loss.items()},
+    return {"spearman": rho, "reference": reference, "cross": cross, "mean_loss": {g: float(v.mean()) for g, v in loss.items()},
             "curves": {"a": curves.a, "b": curves.b.tolist(), "c": curves.c.tolist(),
                        "missing": curves.missing.tolist(), "rmse": curves.rmse,
                        "pilot_loss_sd": float(pilot_loss.std()), "b_c1": curves_c1.b.tolist(),
@@ -170,6 +187,10 @@ def run(dgp: str, seeds: int, sets: int, *, k: int = 10, pilots: int = 40, missi
     for u in UTILITIES:
         mean, se = _mean_se([r["spearman"][u] for r in per_seed])
         out["utilities"][u] = {"spearman": mean, "se": se}
+    out["reference"] = {}
+    for name in REFERENCES:
+        mean, se = _mean_se([r["reference"][name] for r in per_seed])
+        out["reference"][name] = {"spearman": mean, "se": se}
     if details:
         out["cross"] = {u: {g: dict(zip(("spearman", "se"), _mean_se([r["cross"][u][g] for r in per_seed])))
                             for g in ("fedavg", "poststratified")} for u in UTILITIES}

@@ -1,4 +1,4 @@
-"""Utility oracles: monotone submodular set functions over workers, and their registry.
+"""Utility oracles: set functions over workers (monotone submodular unless a class says otherwise), and their registry.
 
 :func:`utility_from_config` builds one from a ``[utility]`` table by its ``kind``.
 """
@@ -18,13 +18,14 @@ from fairsched.utilities.coverage import Coverage
 from fairsched.utilities.facility_location import FacilityLocation
 from fairsched.utilities.mixture import Mixture
 from fairsched.utilities.modular import Modular
+from fairsched.utilities.one_step_validation import OneStepValidation
 from fairsched.utilities.poststratified_accuracy import PoststratifiedAccuracy
 from fairsched.utilities.propensity_accuracy import PropensityWeightedAccuracy
 
 UTILITY_KINDS: dict[str, type] = {
     cls.kind: cls
-    for cls in (AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture,
-                Modular, PoststratifiedAccuracy, PropensityWeightedAccuracy, CallableUtility)
+    for cls in (AccuracyUtility, ConcaveModular, Coverage, FacilityLocation, Mixture, Modular,
+                OneStepValidation, PoststratifiedAccuracy, PropensityWeightedAccuracy, CallableUtility)
 }
 
 
@@ -57,6 +58,7 @@ __all__ = [
     "FacilityLocation",
     "Mixture",
     "Modular",
+    "OneStepValidation",
     "PoststratifiedAccuracy",
     "PropensityWeightedAccuracy",
     "SetFunction",
