@@ -217,12 +217,13 @@ class OneStepValidation(SetFunction):
         valid = total > 0
         tilde = present / np.where(valid, total, 1.0)[:, None]
         coef = np.where(counts > 0, tilde / np.maximum(counts, 1e-300), 0.0)
-        g = np.einsum("bj,bjd->bd", coef, grad_sums) + self.ridge * self.reference
+        B, J, d = counts.shape[0], self.strata, self.dim
+        g = (coef[:, None, :] @ grad_sums)[:, 0] + self.ridge * self.reference
         if self.pooled:
-            H = np.einsum("bj,jde->bde", tilde, self.hessians)
+            H = (tilde @ self.hessians.reshape(J, d * d)).reshape(B, d, d)
         else:
-            H = np.einsum("bj,bjde->bde", coef, hess)
-        H = H + self.ridge * np.eye(self.dim)
+            H = (coef[:, None, :] @ hess.reshape(B, J, d * d))[:, 0].reshape(B, d, d)
+        H = H + self.ridge * np.eye(d)
         H[~valid] = np.eye(self.dim)
         theta = self.reference - np.linalg.solve(H, g[:, :, None])[:, :, 0]
         if self.training is not None:
@@ -238,7 +239,8 @@ class OneStepValidation(SetFunction):
         local = 1.0 - (1.0 - t["local_lr"] * eigenvalues) ** t["local_steps"]
         for r in range(t["rounds"]):
             factor *= 1.0 - t["server_lr"] / (1.0 + t["server_decay"] * r) * local
-        return np.einsum("bde,be,bfe,bf->bd", vectors, factor, vectors, start)
+        along = np.einsum("bfe,bf->be", vectors, start)
+        return np.einsum("bde,be->bd", vectors, factor * along)
 
     def models(self, masks: np.ndarray) -> np.ndarray:
         """``θ_S`` ``(m, d)`` of every set of a boolean batch ``(m, n)`` (``θ_init`` where the set
