@@ -338,7 +338,7 @@ def test_error_messages():
         utility_from_config(ACC, n=4)
     with pytest.raises(InstanceError, match="unknown utility kind 'x'; known: accuracy, "
                                             "concave-modular, coverage, facility-location, "
-                                            "mixture, modular, poststratified-accuracy, "
+                                            "mixture, modular, one-step-validation, poststratified-accuracy, "
                                             "propensity-accuracy, python"):
         utility_from_config({"kind": "x"})
     with pytest.raises(InstanceError, match=r"^sizes: entry 1 is nan"):
@@ -348,6 +348,6 @@ def test_error_messages():
 def test_registry_is_complete():
     assert set(UTILITY_KINDS) == {"accuracy", "facility-location", "coverage",
                                   "concave-modular", "mixture", "modular", "python",
-                                  "poststratified-accuracy", "propensity-accuracy"}
+                                  "one-step-validation", "poststratified-accuracy", "propensity-accuracy"}
     for kind, cls in UTILITY_KINDS.items():
         assert issubclass(cls, SetFunction) and cls.kind == kind
