@@ -23,6 +23,7 @@ utility, whose submodularity is the user's promise, the reported bound is ``+inf
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -35,6 +36,8 @@ from fairsched.utilities.base import SetFunction
 SWAP_LIMIT = 5_000
 #: sets remembered as local-search starts for later calls
 ARCHIVE = 500
+#: perturb-and-climb rounds of :meth:`GreedyPricing.perturbed` per exact pricing call
+PERTURBATIONS = 300
 
 
 SwapDeltas = Callable[[SetFunction, np.ndarray], np.ndarray]
@@ -81,8 +84,43 @@ class GreedyPricing(PricingOracle):
         base = float(self.utility.values(mask[None, :])[0])
         return (self.utility.values(swaps) - base).reshape(inside.size, outside.size)
 
-    def _climb(self, chosen: np.ndarray, lam: np.ndarray, scale: float) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Best-improvement 1-swaps on ``f + λ``; returns the local optimum and its best swaps."""
+    def perturbed(self, lam: np.ndarray, start: np.ndarray, *, target: float | None = None,
+                  rounds: int = PERTURBATIONS, stop: float = math.inf, seed: int = 0) -> list[np.ndarray]:
+        """Iterated local search on ``f + λ`` (Lourenço, Martin & Stützle, "Iterated Local Search",
+        *Handbook of Metaheuristics*, 2003): swap ``2..max(3, k/3)`` random members of the best set
+        for random outsiders, climb by best 1-swaps, keep the result when it is better.
+
+        Returns the local optima that improved on the best, in order (the best last); stops
+        after ``rounds``, at ``stop`` (a ``time.perf_counter()`` value) or when a set reaches
+        ``target``.  Seeded by ``seed``: the same call gives the same sets.
+        """
+        rng = np.random.default_rng([seed, 17])
+        best = np.asarray(start, dtype=bool)
+        best_value = float(self.utility.values(best[None, :])[0] + best @ lam)
+        scale = max(1.0, abs(best_value))
+        width = min(self.k, self.n - self.k)
+        improved: list[np.ndarray] = []
+        if width < 1:
+            return improved
+        largest = min(width, max(3, self.k // 3))
+        for _ in range(rounds):
+            if time.perf_counter() >= stop or (target is not None and best_value >= target):
+                break
+            trial = best.copy()
+            count = int(rng.integers(min(2, largest), largest + 1))
+            trial[rng.choice(np.flatnonzero(best), count, replace=False)] = False
+            trial[rng.choice(np.flatnonzero(~best), count, replace=False)] = True
+            trial, _ = self._climb(trial, lam, scale, with_swaps=False)
+            value = float(self.utility.values(trial[None, :])[0] + trial @ lam)
+            if value > best_value + 1e-12 * scale:
+                best, best_value = trial, value
+                improved.append(trial)
+        return improved
+
+    def _climb(self, chosen: np.ndarray, lam: np.ndarray, scale: float,
+               with_swaps: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Best-improvement 1-swaps on ``f + λ``; returns the local optimum and (``with_swaps``)
+        its best swaps."""
         chosen = chosen.copy()
         deltas = None
         for _ in range(self.max_swaps):
@@ -96,7 +134,7 @@ class GreedyPricing(PricingOracle):
                 break
             chosen[inside[i]], chosen[outside[j]] = False, True
             deltas = None
-        if deltas is None:
+        if deltas is None or not with_swaps:
             return chosen, []
         inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)
         count = min(self.max_columns, deltas.size)

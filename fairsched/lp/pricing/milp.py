@@ -4,7 +4,10 @@ The model has binary ``x_u`` (worker ``u`` in ``S``) with ``Σ x = k`` and, per 
 utility (:mod:`fairsched.lp.pricing.terms`: modular, coverage, facility location, concave
 of modular, accuracy curves), the term's own continuous variables and rows; the objective
 is ``Σ_terms weight·term + λ·x``.  It is built once; each call changes the costs of ``x``
-to ``c_u + λ_u`` and re-solves, with the best heuristic set as a MIP start.
+to ``c_u + λ_u`` and re-solves, with the best heuristic set as a MIP start.  Before the MILP,
+an iterated local search (:meth:`~fairsched.lp.pricing.greedy.GreedyPricing.perturbed`, at most
+:data:`PERTURBATION_SHARE` of the call's time) improves that set; when it reaches the requested
+target the call returns without the MILP.
 
 Some terms are **outer approximations** refined by cutting planes: every row they add
 over-estimates the term on the integer points (tangents of a concave curve, Benders cuts
@@ -33,6 +36,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from fairsched.lp.pricing import greedy
 from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
 from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.solvers.colgen import PricingResult
@@ -60,6 +64,8 @@ LP_CUT_ROUNDS = 30
 MILP_ROUNDS = 100
 #: integer solutions HiGHS reports during one solve that are kept for cuts and columns
 COLLECTED_SOLUTIONS = 200
+#: share of a call's time budget the iterated local search before the MILP may use
+PERTURBATION_SHARE = 0.2
 
 SwapDeltas = Callable[[SetFunction, np.ndarray], np.ndarray]
 
@@ -145,8 +151,12 @@ class MilpPricing(PricingOracle):
     def __init__(self, utility: SetFunction, k: int, *, max_columns: int = 10,
                  rel_gap: float = MIP_REL_GAP, deadline: float | None = None,
                  time_budget: float | None = None,
-                 terms: Sequence[tuple[float, Term]] | None = None):
+                 terms: Sequence[tuple[float, Term]] | None = None,
+                 perturbations: int | None = None):
         super().__init__(utility.n, k, max_columns)
+        #: rounds of iterated local search before each MILP solve (0: none; default
+        #: :data:`fairsched.lp.pricing.greedy.PERTURBATIONS`)
+        self.perturbations = greedy.PERTURBATIONS if perturbations is None else int(perturbations)
         self.utility = utility
         self.deadline = deadline
         self.time_budget = time_budget
@@ -273,6 +283,20 @@ class MilpPricing(PricingOracle):
         tol = 2 * self.rel_gap * max(1.0, abs(best))
         if target is not None and best >= target:
             return self._finish(columns, lam, upper, started, exact=False)
+        if self.perturbations:
+            # Iterated local search before the MILP: near the LP optimum many sets tie and 1-swap
+            # local search stalls, while a few seconds of perturbed climbs often find the column
+            # the MILP would (and give the MILP a better start).
+            found = self.heuristic.perturbed(lam, best_mask, target=target, rounds=self.perturbations,
+                                             stop=min(stop, started + PERTURBATION_SHARE * max(0.0, stop - started)),
+                                             seed=self.stats["calls"])
+            if found:
+                columns.extend(found)
+                best_mask = found[-1]
+                best = float(self.utility.values(best_mask[None, :])[0] + best_mask @ lam)
+                tol = 2 * self.rel_gap * max(1.0, abs(best))
+            if target is not None and best >= target:
+                return self._finish(columns, lam, upper, started, exact=False)
         if self.lazy:
             self._separate_at_sets(warm.columns)
             upper = min(upper, self._relaxation_rounds(stop) + 1e-12 * max(1.0, abs(best)))
