@@ -277,3 +277,11 @@ def test_config_round_trip_with_schedule():
     assert g.training == SCHEDULE
     masks = np.array([[True, False], [True, True], [False, True]])
     np.testing.assert_array_equal(f.values(masks), g.values(masks))
+
+
+def test_singular_hessian_without_ridge_says_what_to_do():
+    f = OneStepValidation(sizes=[[1], [1]], gradients=[[[1.0, 0.0]], [[0.0, 1.0]]],
+                          hessians=[[[1.0, 0.0], [0.0, 0.0]]], shares=[1.0], reference=[0.0, 0.0], ridge=0.0,
+                          validation_optimum=[0.0, 0.0], validation_hessian=np.eye(2))
+    with pytest.raises(ValueError, match="singular.*ridge > 0"):
+        f.value([0])

@@ -44,9 +44,9 @@ to 1), so a round maps ``θ − θ_S`` to ``[I − η_r·(I − (I − α·H_S)^
 computed on the eigenvalues of ``H_S``; ``θ_S^R`` replaces ``θ_S`` in ``q``. Exact for a
 quadratic loss when the members share one Hessian; an approximation otherwise.
 
-Assumptions: (i) training uses post-stratified aggregation with the same ``π`` and either runs
-long enough to approach ``F_S``'s minimiser or follows the ``training`` schedule given; (ii) the validation objective stands for the target
-(with ``π`` estimated, e.g. by IPW, a bias of ``π`` is invisible to it); (iii) the statistics
+Assumptions: (i) training uses post-stratified aggregation with the same ``π`` and either
+runs long enough to approach ``F_S``'s minimiser or follows the ``training`` schedule given;
+(ii) the validation objective stands for the target (with ``π`` estimated, e.g. by IPW, a bias of ``π`` is invisible to it); (iii) the statistics
 come from the workers' current data. Sharing gradients and Hessians at ``θ_ref`` discloses
 what one round of Newton-type federated training discloses.
 
@@ -225,7 +225,11 @@ class OneStepValidation(SetFunction):
             H = (coef[:, None, :] @ hess.reshape(B, J, d * d))[:, 0].reshape(B, d, d)
         H = H + self.ridge * np.eye(d)
         H[~valid] = np.eye(self.dim)
-        theta = self.reference - np.linalg.solve(H, g[:, :, None])[:, :, 0]
+        try:
+            theta = self.reference - np.linalg.solve(H, g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            raise ValueError("the Hessian H_S of some set is singular (too few examples for d parameters); "
+                             "give a ridge > 0") from None
         if self.training is not None:
             theta = theta + self._contraction(H, self.initial[None, :] - theta)
         theta[~valid] = self.initial
