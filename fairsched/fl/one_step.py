@@ -76,8 +76,9 @@ def one_step_utility(data: ClientData, strata: np.ndarray, clients: Any, shares:
 
     ``validation`` defaults to the post-stratified objective of all the clients' own examples
     (in-sample: sets are then scored by how close their fit comes to the fit of everyone, in
-    that objective's Hessian metric). ``pooled`` replaces the per-worker Hessians by each stratum's per-example mean at
-    ``θ_ref`` (memory ``O(n·J·d)`` instead of ``O(n·J·d²)``). ``training``, when given, is the
+    that objective's Hessian metric). ``pooled`` replaces the per-worker Hessians by each
+    stratum's per-example mean at ``θ_ref`` (the utility then holds ``O(n·J·d)`` instead of
+    ``O(n·J·d²)``; the per-worker sums are still formed once here). ``training``, when given, is the
     schedule every scored set trains with from ``θ = 0`` (its rounds, local steps and rates;
     its ridge must equal ``ridge``); by default the set is assumed trained to convergence.
     """
