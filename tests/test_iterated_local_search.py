@@ -4,10 +4,13 @@ target, and lets a targeted MILP pricing call return without solving the MILP.""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from test_pricing import brute_force, make_utility, random_lam
 
+import fairsched.lp.pricing.milp as milp
 from fairsched.lp.pricing import (
     ConcavePricing,
     FacilityLocationPricing,
@@ -63,8 +66,10 @@ def test_same_seed_same_sets_and_target_stops_it():
 
 
 @pytest.mark.parametrize("oracle_class", [ConcavePricing, FacilityLocationPricing])
-def test_targeted_milp_call_can_return_without_the_milp(oracle_class):
-    """A target that greedy with 1-swaps misses but the search reaches: no MILP solve."""
+def test_targeted_milp_call_can_return_without_the_milp(oracle_class, monkeypatch):
+    """A target that greedy with 1-swaps misses but the search reaches: no MILP solve (with the
+    search's time not tied to the MILP's); a fresh oracle, whose MILP time is not known yet,
+    solves the MILP, as does one with the search off."""
     n, k = 20, 5
     for seed in range(100):
         rng = np.random.default_rng(seed)
@@ -79,6 +84,10 @@ def test_targeted_milp_call_can_return_without_the_milp(oracle_class):
             break
     else:
         raise AssertionError("no instance where greedy with 1-swaps misses the optimum in 100 seeds")
+    fresh = oracle_class(utility, k)
+    fresh(lam, target=optimum - 1e-9)
+    assert fresh.stats["rounds"] >= 1
+    monkeypatch.setattr(milp, "PERTURBATION_VS_MILP", math.inf)
     oracle = oracle_class(utility, k)
     result = oracle(lam, target=optimum - 1e-9)
     assert oracle.stats["rounds"] == 0 and not result.exact
