@@ -6,8 +6,9 @@ of modular, accuracy curves), the term's own continuous variables and rows; the 
 is ``Σ_terms weight·term + λ·x``.  It is built once; each call changes the costs of ``x``
 to ``c_u + λ_u`` and re-solves, with the best heuristic set as a MIP start.  Before the MILP,
 an iterated local search (:meth:`~fairsched.lp.pricing.greedy.GreedyPricing.perturbed`, at most
-:data:`PERTURBATION_SHARE` of the call's time) improves that set; when it reaches the requested
-target the call returns without the MILP.
+:data:`PERTURBATION_SHARE` of the call's time budget, or without one
+:data:`PERTURBATION_VS_MILP` times the longest MILP solve's so far) improves that set; when it
+reaches the requested target the call returns without the MILP.
 
 Some terms are **outer approximations** refined by cutting planes: every row they add
 over-estimates the term on the integer points (tangents of a concave curve, Benders cuts
@@ -66,9 +67,11 @@ MILP_ROUNDS = 100
 COLLECTED_SOLUTIONS = 200
 #: share of a call's time budget the iterated local search before the MILP may use
 PERTURBATION_SHARE = 0.2
-#: ... and at most this multiple of the last MILP solve's seconds (none before the first solve),
-#: so that where the MILP is cheap the search costs as little (the test suite: 135 s with a
-#: fixed 300 rounds per call against 26 s without the search)
+#: without a deadline, at most this multiple of the longest MILP solve's seconds so far (none
+#: before the first), so that where the MILP is cheap the search costs as little (the pricing
+#: and column-generation tests: 135 s with 300 rounds per call, 29.9 s so, 26.2 s without).
+#: With a deadline only the share applies: tying it to the MILP there starved the search
+#: (concave log1p at 120 s: gap 6.7e-3 against 6.7e-4, back to back under load)
 PERTURBATION_VS_MILP = 0.5
 
 SwapDeltas = Callable[[SetFunction, np.ndarray], np.ndarray]
@@ -185,7 +188,7 @@ class MilpPricing(PricingOracle):
             self.h.setCallback(_collect, self)
             self.h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipSolution)
         self.stats = {"calls": 0, "inexact": 0, "seconds": 0.0, "rounds": 0, "cuts": 0}
-        self._last_milp_seconds = 0.0
+        self._milp_seconds = 0.0
 
     # -- configuration -----------------------------------------------------------------
     def make_terms(self, utility: SetFunction) -> list[tuple[float, Term]]:
@@ -292,8 +295,10 @@ class MilpPricing(PricingOracle):
             # Iterated local search before the MILP: near the LP optimum many sets tie and 1-swap
             # local search stalls, while a few seconds of perturbed climbs often find the column
             # the MILP would (and give the MILP a better start).
-            until = min(stop, started + PERTURBATION_SHARE * max(0.0, stop - started),
-                        started + PERTURBATION_VS_MILP * self._last_milp_seconds)
+            if math.isfinite(stop):
+                until = started + PERTURBATION_SHARE * max(0.0, stop - started)
+            else:  # no deadline: tie the search's cost to the MILP's
+                until = started + PERTURBATION_VS_MILP * self._milp_seconds
             found = self.heuristic.perturbed(lam, best_mask, target=target, rounds=self.perturbations,
                                              stop=until, seed=self.stats["calls"])
             if found:
@@ -311,7 +316,8 @@ class MilpPricing(PricingOracle):
         try:
             return self._milp_rounds(lam, target, stop, columns, best, best_mask, upper, tol, started)
         finally:
-            self._last_milp_seconds = time.perf_counter() - milp_started
+            # the longest so far: a call that needed no MILP round must not switch the search off
+            self._milp_seconds = max(self._milp_seconds, time.perf_counter() - milp_started)
 
     def _milp_rounds(self, lam: np.ndarray, target: float | None, stop: float, columns: list[np.ndarray],
                      best: float, best_mask: np.ndarray, upper: float, tol: float,
