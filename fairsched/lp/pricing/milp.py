@@ -208,6 +208,10 @@ class MilpPricing(PricingOracle):
         self.rel_gap = float(rel_gap)
         set_option(self.h, "mip_rel_gap", self.rel_gap)
 
+    def _tolerance(self, best: float) -> float:
+        """How far the bound may lie above ``best`` for the call to count as exact: twice the MIP gap."""
+        return 2 * self.rel_gap * max(1.0, abs(best))
+
     # -- solving -----------------------------------------------------------------------
     def __call__(self, lam: np.ndarray, target: float | None = None) -> PricingResult:
         lam = np.asarray(lam, dtype=float)
@@ -288,7 +292,7 @@ class MilpPricing(PricingOracle):
         best_mask = warm.columns[0]
         best = float(warm.values[0] + best_mask @ lam)
         upper = float(warm.upper_bound)
-        tol = 2 * self.rel_gap * max(1.0, abs(best))
+        tol = self._tolerance(best)
         if target is not None and best >= target:
             return self._finish(columns, lam, upper, started, exact=False)
         if self.perturbations:
@@ -305,7 +309,7 @@ class MilpPricing(PricingOracle):
                 columns.extend(found)
                 best_mask = found[-1]
                 best = float(self.utility.values(best_mask[None, :])[0] + best_mask @ lam)
-                tol = 2 * self.rel_gap * max(1.0, abs(best))
+                tol = self._tolerance(best)
             if target is not None and best >= target:
                 return self._finish(columns, lam, upper, started, exact=False)
         if self.lazy:
@@ -346,7 +350,7 @@ class MilpPricing(PricingOracle):
             columns.append(x)
             if value > best:
                 best, best_mask = value, x
-                tol = 2 * self.rel_gap * max(1.0, abs(best))
+                tol = self._tolerance(best)
             if upper - best <= tol or (target is not None and best >= target):
                 break
             if status != highspy.HighsModelStatus.kOptimal and status not in _STOPPED_EARLY:
@@ -360,7 +364,7 @@ class MilpPricing(PricingOracle):
                 top = int(np.argmax(values))
                 if values[top] > best:
                     best, best_mask = float(values[top]), met[top]
-                    tol = 2 * self.rel_gap * max(1.0, abs(best))
+                    tol = self._tolerance(best)
                 columns.extend(met[np.argsort(-values)[: self.max_columns]])
         return self._finish(columns, lam, upper, started, exact=upper - best <= tol)
 
@@ -381,7 +385,7 @@ class MilpPricing(PricingOracle):
         result = ranked(columns, values, lam, self.max_columns, upper_bound=upper, exact=False)
         best = float(result.values[0] + result.columns[0] @ lam)
         exact = exact and (is_tight(best, result.upper_bound)
-                           or result.upper_bound - best <= 2 * self.rel_gap * max(1.0, abs(best)))
+                           or result.upper_bound - best <= self._tolerance(best))
         if not exact:
             self.stats["inexact"] += 1
         self.stats["seconds"] += time.perf_counter() - started
