@@ -179,3 +179,29 @@ def test_spline_fedipw_reaches_the_oracle_and_linear_fedipw_does_not(misspecifie
     diff, se = paired(spline["fedipw"], spline["oracle_ipw"])
     assert diff < 2 * se, (diff, se)
     assert spline["fedipw"].mean() < 0.5 * linear["fedipw"].mean()
+
+
+def test_spline_with_a_point_mass_covariate():
+    """A covariate with most rows at 0 (a share such as CPS's ``afam`` per client) repeats
+    quantile knots; the spline basis keeps only distinct knots and drops basis functions no
+    row reaches, so the fit succeeds, and predictions equal a fit on the kept features."""
+    from fairsched.propensity.flexible import fit_feature_map
+
+    rng = np.random.default_rng(3)
+    n = 2_000
+    share = np.where(rng.random(n) < 0.7, 0.0, rng.random(n))
+    other = rng.normal(size=n)
+    Z = np.column_stack([share, other])
+    E = rng.random(n) < 1.0 / (1.0 + np.exp(-(0.3 - 1.5 * share + 0.5 * other ** 2 - 0.5)))
+    features = fit_feature_map(Z, "spline", ("share", "other"))
+    F = features.transform(Z)
+    assert F.shape[1] == len(features.names) and np.all(np.any(F != 0, axis=0))
+    assert any(name.startswith("share:") for name in features.names)
+    fit = fit_propensity(Z, E, "spline", names=("share", "other"))
+    p = fit.predict(Z)
+    assert np.all((p > 0) & (p < 1))
+    # the spline sees the curvature in `other` that the linear model cannot
+    linear = fit_propensity(Z, E, "linear", names=("share", "other"))
+    def loglik(q):
+        return float(np.sum(np.where(E, np.log(q), np.log1p(-q))))
+    assert loglik(p) > loglik(linear.predict(Z)) + 20

@@ -188,7 +188,8 @@ def test_harness_tiny_json_shape():
     from fairsched.fl.utility_validity import REFERENCES, UTILITIES, run
 
     result = run("bundled", 2, 5, **TINY)
-    assert set(result) == {"dgp", "utilities", "reference"} and result["dgp"] == "bundled"
+    assert set(result) == {"dgp", "enrollment_model", "utilities", "reference"} and result["dgp"] == "bundled"
+    assert result["enrollment_model"] == "spline"
     assert set(result["utilities"]) == set(UTILITIES) >= {"accuracy", "propensity", "mismatch", "poststratified",
                                                           "one_step"}
     assert set(result["reference"]) == set(REFERENCES) == {"trained_validation"}
@@ -216,15 +217,63 @@ def test_cli_json(capsys, monkeypatch):
     from fairsched.cli.simulate_validity import add_validity_parser, validity_command
 
     real = uv.run
-    monkeypatch.setattr(uv, "run", lambda dgp, seeds, sets, progress=None: real(dgp, seeds, sets, **TINY))
+    monkeypatch.setattr(uv, "run", lambda dgp, seeds, sets, progress=None, **kw: real(dgp, seeds, sets, **kw, **TINY))
     parser = argparse.ArgumentParser()
     add_validity_parser(parser.add_subparsers(dest="simulation"))
     args = parser.parse_args(["utility-validity", "--dgp", "unequal", "--seeds", "1", "--sets", "4",
-                              "--json", "--quiet"])
+                              "--enrollment-model", "linear", "--json", "--quiet"])
     with Output(True) as output:
         assert validity_command(args, output) == 0
     data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert data["dgp"] == "unequal" and data["utilities"]["poststratified"]["se"] is None
+    assert data["enrollment_model"] == "linear"
+
+
+def test_misspecified_dgp_linear_enrollment_biased_spline_repairs():
+    """On ``misspecified`` enrollment depends on ``z1²``: the linear model's rural share is
+    biased low, the spline model's is closer to the truth; bundled is unaffected by the model."""
+    from fairsched.fl.validity_dgps import (
+        ENROLL_INDEX,
+        Z1_SCALE,
+        make_validity_population,
+    )
+    from fairsched.propensity import fit_enrollment, nonlinear_balance
+
+    rural = {m: [] for m in ("linear", "spline")}
+    asmd = {m: [] for m in rural}
+    truth = []
+    for seed in range(4):
+        for m in rural:
+            pop = make_validity_population("misspecified", seed, enrollment_model=m)
+            rural[m].append(pop.shares_hat[2])
+            # the nonlinear-balance diagnostic sees the omitted z1² of the linear model
+            Z, E = pop.frame, np.isin(np.arange(pop.home.size), pop.workers)
+            p = fit_enrollment(Z, E, ("z1", "z2"), model=m).predict(Z[E])
+            report = nonlinear_balance(Z[E], np.ones(E.sum()), 1.0 / p, Z, ("z1", "z2"))
+            asmd[m].append(report.asmd_after("z1²"))
+            if m == "linear":
+                assert "z1²" in report.imbalanced
+        truth.append(pop.shares_true[2])
+        np.testing.assert_allclose(pop.shares_hat.sum(), 1.0)
+    bias = {m: np.mean(v) - np.mean(truth) for m, v in rural.items()}
+    assert bias["linear"] < -0.05 and abs(bias["spline"]) < abs(bias["linear"])
+    assert np.mean(asmd["spline"]) < np.mean(asmd["linear"])
+    # the enrollment rates by stratum follow the documented index: rural lowest
+    rng = np.random.default_rng(0)
+    z = np.asarray(Z1_SCALE)[:, None] * rng.normal(size=(3, 100_000))
+    c0, c1, c2 = ENROLL_INDEX
+    rate = (1.0 / (1.0 + np.exp(-(c0 + c1 * z + c2 * z ** 2)))).mean(axis=1)
+    assert rate[0] > rate[1] > rate[2]
+    a = make_validity_population("bundled", 0, enrollment_model="linear")
+    b = make_validity_population("bundled", 0, enrollment_model="spline")
+    np.testing.assert_allclose(a.shares_hat, b.shares_hat, atol=1e-6)
+
+
+def test_unknown_enrollment_model_named():
+    from fairsched.fl.validity_dgps import make_validity_population
+
+    with pytest.raises(SimulationError, match="enrollment_model.*'cubic'.*spline"):
+        make_validity_population("misspecified", 0, enrollment_model="cubic")
 
 
 def test_count_ceiling_rejects_heterogeneous_dgp():

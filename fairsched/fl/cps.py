@@ -126,14 +126,15 @@ class CPSPopulation:
         sizes[np.arange(self.clients), self.group] = self.data.sizes
         return sizes
 
-    def estimated_group_shares(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(π̂^enroll, shares)``: every client's enrollment propensity from a logistic model on
+    def estimated_group_shares(self, model: str = "linear") -> tuple[np.ndarray, np.ndarray]:
+        """``(π̂^enroll, shares)``: every client's enrollment propensity from a logistic model
+        (``model``: ``"linear"`` or a flexible one of :mod:`fairsched.propensity.flexible`) on
         its covariates ``Z``, and the groups' record-weighted IPW shares
         ``π̂_j ∝ Σ_{i enrolled in j} n_i / π̂^enroll_i`` (the target weights every record equally)."""
         # not at import: fairsched.fl stays light
         from fairsched.propensity import fit_enrollment
 
-        pi_hat = fit_enrollment(self.Z, self.enrolled, names=COVARIATES).predict(self.Z)
+        pi_hat = fit_enrollment(self.Z, self.enrolled, names=COVARIATES, model=model).predict(self.Z)
         members = np.flatnonzero(self.enrolled)
         w = self.group_sizes[members] / pi_hat[members, None]
         return pi_hat, w.sum(axis=0) / w.sum()

