@@ -124,6 +124,8 @@ def test_bad_input():
         fit_shadow_checked(R, D, S_obs, Z, on_unreliable="loud")
     with pytest.raises(ShapeError, match="alpha"):
         fit_shadow_checked(R, D, S_obs, Z, alpha=0)
+    with pytest.raises(ShapeError, match="j_alpha"):
+        fit_shadow_checked(R, D, S_obs, Z, j_alpha=1.0)
     with pytest.raises(ShapeError, match="starts"):
         fit_shadow_checked(R, D, S_obs, Z, starts=0)
     with pytest.raises(ShapeError, match="instruments: expected"):
@@ -142,6 +144,25 @@ def test_bad_input():
         run("sideways", 2)
     with pytest.raises(ShapeError, match="sims"):
         run("none", 0)
+
+
+def test_j_flag_uses_its_own_level():
+    """``overidentified`` is raised exactly when J's p-value is below ``j_alpha`` (default
+    :data:`J_ALPHA`), independently of the curvature test's ``alpha``."""
+    from fairsched.propensity.floss_diagnostics import J_ALPHA
+
+    assert J_ALPHA == 0.025
+    between = 0
+    for seed in range(12):
+        R, D, S_obs, Z, _ = sample("quadratic", seed, n=2000)
+        default = fit_shadow_checked(R, D, S_obs, Z, on_unreliable="ignore")
+        loose = fit_shadow_checked(R, D, S_obs, Z, on_unreliable="ignore", j_alpha=0.3, alpha=0.01)
+        assert default.j_pvalue == loose.j_pvalue
+        assert ("overidentified" in default.flags) == (default.j_pvalue < J_ALPHA)
+        assert ("overidentified" in loose.flags) == (loose.j_pvalue < 0.3)
+        assert ("curvature" in loose.flags) == (loose.curvature_pvalue < 0.01)
+        between += J_ALPHA <= default.j_pvalue < 0.3
+    assert between >= 1  # the two levels were told apart at least once
 
 
 def test_harness_flag_rates():
@@ -211,6 +232,14 @@ def test_cli_prints_one_json_object(capfd):
     assert len(out) == 1
     data = json.loads(out[0])
     assert data["violation"] == "direct" and data["sims"] == 3 and set(data["bias"]) == {"mean", "se"}
-    assert 0 <= data["flag_rate"] <= 1
+    assert 0 <= data["flag_rate"] <= 1 and data["j_alpha"] == 0.025
+    args = parser.parse_args(["floss", "--violation", "quadratic", "--sims", "4", "--n", "3000", "--j-alpha", "0.9",
+                              "--json", "--quiet"])
+    with Output(True) as output:
+        floss_command(args, output)
+    loose = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert loose["j_alpha"] == 0.9 and loose["flags"].get("overidentified", 0) >= 1
+    with pytest.raises(ShapeError, match="--j-alpha"):
+        floss_command(parser.parse_args(["floss", "--violation", "none", "--sims", "1", "--j-alpha", "0"]), Output(False))
     with pytest.raises(ShapeError, match="--sims"):
         floss_command(parser.parse_args(["floss", "--violation", "none", "--sims", "0"]), Output(False))

@@ -2,17 +2,18 @@
 
     fairsched simulate floss --violation none|direct|irrelevant|quadratic|interaction|step|d-squared
                              --sims N [--n UNITS]
-                             [--seed S] [--shadows 1|2] [--informed] [--json] [--quiet]
+                             [--seed S] [--shadows 1|2] [--informed] [--j-alpha A] [--json] [--quiet]
 
 runs :func:`fairsched.propensity.floss_validity.run` and reports the share of simulated
 populations whose :func:`~fairsched.propensity.floss_diagnostics.fit_shadow_checked` fit was
 flagged, and the bias (mean ± se) of the FLOSS-weighted mean satisfaction over the runs
 not flagged. ``--json`` prints one object ``{"violation", "flag_rate", "bias": {"mean",
-"se"}, "sims", "n", "seed", "shadows", "flags", "bias_all", "informed_power", "seconds"}``
+"se"}, "sims", "n", "seed", "shadows", "j_alpha", "flags", "bias_all", "informed_power", "seconds"}``
 (``bias`` fields null when every run is flagged).  ``--informed`` (``quadratic`` and
 ``direct``) also reports how often a Wald test *told* the missing term rejects, the yardstick
 of what any diagnostic can detect (:mod:`fairsched.propensity.floss_validity`); without it
-``informed_power`` is null. Bad input raises a ``FairschedError`` (exit code 2 under
+``informed_power`` is null. ``--j-alpha`` is the level of the fit's J test (default 0.025;
+the curvature test runs at 0.05). Bad input raises a ``FairschedError`` (exit code 2 under
 the command line's error contract).
 
 Wiring (in :mod:`fairsched.cli.simulate`): ``add_floss_parser(inner, **kwargs)`` on the
@@ -34,6 +35,7 @@ DEFAULT_N = 10_000
 
 def add_floss_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.ArgumentParser:
     """Add the ``floss`` subcommand to the ``simulate`` subparsers; ``kwargs`` go to ``add_parser``."""
+    from fairsched.propensity.floss_diagnostics import J_ALPHA
     from fairsched.propensity.floss_validity import VIOLATIONS
 
     floss = simulate_subparsers.add_parser(
@@ -51,6 +53,8 @@ def add_floss_parser(simulate_subparsers: Any, **kwargs: Any) -> argparse.Argume
     floss.add_argument("--informed", action="store_true",
                        help="also run the Wald test told the missing term (quadratic and direct only): "
                             "the power any diagnostic can hope for")
+    floss.add_argument("--j-alpha", type=float, default=J_ALPHA, metavar="A",
+                       help=f"level of the fit's J test (default {J_ALPHA}; the curvature test runs at 0.05)")
     floss.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     floss.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return floss
@@ -65,12 +69,16 @@ def floss_command(args: argparse.Namespace, output: Output) -> int:
         raise ShapeError(f"--sims must be a positive integer, got {args.sims}")
     if args.n < 50:
         raise ShapeError(f"--n must be at least 50, got {args.n}")
+    j_alpha = args.j_alpha
+    if not 0 < j_alpha < 1:
+        raise ShapeError(f"--j-alpha must be a level in (0, 1), got {j_alpha}")
     if not getattr(args, "quiet", False):
         print(f"floss {args.violation}: {args.sims} simulations of {args.n:,} users ...", file=sys.stderr, flush=True)
     data = run(args.violation, args.sims, args.n, args.seed, shadows=getattr(args, "shadows", 2),
-               informed=getattr(args, "informed", False))
+               informed=getattr(args, "informed", False), j_alpha=j_alpha)
     data = {"violation": data["violation"], "flag_rate": data["flag_rate"], "bias": data["bias"],
             "sims": data["sims"], "n": data["n"], "seed": args.seed, "shadows": data["shadows"],
+            "j_alpha": data["j_alpha"],
             "flags": data["flags"], "bias_all": data["bias_all"], "informed_power": data["informed_power"],
             "seconds": data["seconds"]}
     b = data["bias"]

@@ -50,7 +50,11 @@ from typing import Sequence
 import numpy as np
 
 from fairsched.propensity.errors import ShapeError
-from fairsched.propensity.floss_diagnostics import added_term_test, fit_shadow_checked
+from fairsched.propensity.floss_diagnostics import (
+    J_ALPHA,
+    added_term_test,
+    fit_shadow_checked,
+)
 
 VIOLATIONS = ("none", "direct", "irrelevant", "quadratic", "interaction", "step", "d-squared")
 #: the violations the harness runs by default (the first four)
@@ -113,12 +117,13 @@ def _mean_se(x: list[float]) -> dict[str, float | None]:
 
 
 def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: int = 2,
-        informed: bool = False) -> dict:
+        informed: bool = False, j_alpha: float = J_ALPHA) -> dict:
     """Flag rate and bias over unflagged runs; also per-flag counts and the bias over all runs.
 
     With ``informed`` (``quadratic`` and ``direct`` only), ``"informed_power"`` is the share
     of runs in which :func:`informed_rejects` rejects (module docstring); otherwise it is
-    ``None``.
+    ``None``. ``j_alpha``: level of the fit's J test
+    (:func:`~fairsched.propensity.floss_diagnostics.fit_shadow_checked`).
     """
     if sims < 1 or n < 50:
         raise ShapeError(f"need sims >= 1 and n >= 50, got sims={sims}, n={n}")
@@ -136,7 +141,7 @@ def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: i
         data = simulate(violation, n, np.random.default_rng(child))
         R, S = data["R"], data["S"]
         fit = fit_shadow_checked(R, data["D"], np.where(R == 1, S, np.nan), data["Z"][:, :shadows],
-                                 on_unreliable="ignore")
+                                 on_unreliable="ignore", j_alpha=j_alpha)
         r = R == 1
         with np.errstate(over="ignore"):
             w = 1 + np.exp(-np.clip(fit.coef[0] + fit.coef[1] * data["D"][r] + fit.gamma * S[r], -700, 700))
@@ -151,7 +156,7 @@ def run(violation: str, sims: int, n: int = 10_000, seed: int = 0, *, shadows: i
         if informed:
             rejected += informed_rejects(violation, data, shadows)
     return {"violation": violation, "flag_rate": flagged / sims, "bias": _mean_se(kept), "sims": sims,
-            "n": n, "shadows": shadows, "flags": counts,
+            "n": n, "shadows": shadows, "j_alpha": j_alpha, "flags": counts,
             "bias_all": _mean_se([b for b in everything if np.isfinite(b)]),
             "informed_power": rejected / sims if informed else None,
             "seconds": time.perf_counter() - start}
@@ -179,8 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shadows", type=int, default=2, choices=(1, 2))
     parser.add_argument("--informed", action="store_true", help="also the Wald test told the missing term")
+    parser.add_argument("--j-alpha", type=float, default=J_ALPHA, help=f"level of the J test (default {J_ALPHA})")
     args = parser.parse_args(argv)
-    results = [run(v, args.sims, args.n, args.seed, shadows=args.shadows,
+    results = [run(v, args.sims, args.n, args.seed, shadows=args.shadows, j_alpha=args.j_alpha,
                    informed=args.informed and v in INFORMED_TERMS) for v in args.violation or CORE_VIOLATIONS]
     print(f"FLOSS validity: {args.sims} simulations of {args.n:,} users, {args.shadows} shadow variable(s), "
           f"seed {args.seed}")
