@@ -69,26 +69,11 @@ from fairsched.errors import InstanceError
 from fairsched.utilities.base import SetFunction, as_index_set, index_set_to_mask
 from fairsched.utilities.validation import (
     as_masks,
+    check_array,
     check_number,
     read_table,
     row_chunks,
 )
-
-
-def _array(values: Any, name: str, shape: tuple[int | None, ...]) -> np.ndarray:
-    """A finite float64 array of the given shape (``None``: any length)."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("must be a nested list of numbers", key=name) from None
-    if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
-        expected = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
-        raise InstanceError(f"has shape {arr.shape}, expected {expected}", key=name)
-    if not np.isfinite(arr).all():
-        raise InstanceError(f"entry {tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])} is not finite",
-                            key=name)
-    return arr
-
 
 TRAINING_KEYS = ("rounds", "local_steps", "local_lr", "server_lr", "server_decay")
 
@@ -172,27 +157,27 @@ class OneStepValidation(SetFunction):
     def __init__(self, sizes: Any, gradients: Any, hessians: Any, shares: Any, reference: Any,
                  ridge: float, validation_optimum: Any, validation_hessian: Any,
                  initial: Any = None, training: Mapping[str, Any] | None = None, *, n: int | None = None):
-        L = _array(sizes, "sizes", (n, None))
+        L = check_array(sizes, "sizes", (n, None))
         if (L < 0).any():
             raise InstanceError("must be >= 0", key="sizes")
         self.n, self.strata = L.shape
         self.sizes = L
-        self.shares = _array(shares, "shares", (self.strata,))
+        self.shares = check_array(shares, "shares", (self.strata,))
         if (self.shares < 0).any():
             raise InstanceError("must be >= 0", key="shares")
         if not np.isclose(self.shares.sum(), 1.0, rtol=0, atol=1e-9):
             raise InstanceError(f"must sum to 1, sum is {self.shares.sum():.12g}", key="shares")
-        self.reference = _array(reference, "reference", (None,))
+        self.reference = check_array(reference, "reference", (None,))
         d = self.dim = self.reference.size
-        self.gradients = _array(gradients, "gradients", (self.n, self.strata, d))
+        self.gradients = check_array(gradients, "gradients", (self.n, self.strata, d))
         self.pooled = np.ndim(hessians) == 3
-        self.hessians = _array(hessians, "hessians", (self.strata, d, d) if self.pooled else (self.n, self.strata, d, d))
+        self.hessians = check_array(hessians, "hessians", (self.strata, d, d) if self.pooled else (self.n, self.strata, d, d))
         _check_psd(self.hessians, "hessians")
         self.ridge = check_number(ridge, "ridge", nonnegative=True)
-        self.validation_optimum = _array(validation_optimum, "validation_optimum", (d,))
-        self.validation_hessian = _array(validation_hessian, "validation_hessian", (d, d))
+        self.validation_optimum = check_array(validation_optimum, "validation_optimum", (d,))
+        self.validation_hessian = check_array(validation_hessian, "validation_hessian", (d, d))
         _check_psd(self.validation_hessian, "validation_hessian")
-        self.initial = np.zeros(d) if initial is None else _array(initial, "initial", (d,))
+        self.initial = np.zeros(d) if initial is None else check_array(initial, "initial", (d,))
         self.training = None if training is None else _training(training)
         self._q_initial = self._q(self.initial[None, :])[0]
 

@@ -121,3 +121,19 @@ def check_matrix(values: Any, name: str, *, columns: int | None = None,
         i, j = (int(v) for v in np.argwhere(arr < 0)[0])
         raise InstanceError(f"entry [{i}][{j}] is {arr[i, j]}, expected >= 0", key=name)
     return arr
+
+
+def check_array(values: Any, name: str, shape: tuple[int | None, ...]) -> np.ndarray:
+    """Validate a numeric array of ``len(shape)`` dimensions (``None``: any length on that axis)
+    and return it as float64; the error names the first non-finite entry by its index tuple."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("must be a nested list of numbers", key=name) from None
+    if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
+        expected = "(" + ", ".join("·" if s is None else str(s) for s in shape) + ")"
+        raise InstanceError(f"has shape {arr.shape}, expected {expected}", key=name)
+    if not np.isfinite(arr).all():
+        raise InstanceError(f"entry {tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])} is not finite",
+                            key=name)
+    return arr
