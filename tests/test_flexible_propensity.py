@@ -184,7 +184,7 @@ def test_spline_fedipw_reaches_the_oracle_and_linear_fedipw_does_not(misspecifie
 def test_spline_with_a_point_mass_covariate():
     """A covariate with most rows at 0 (a share such as CPS's ``afam`` per client) repeats
     quantile knots; the spline basis keeps only distinct knots and drops basis functions no
-    row reaches, so the fit succeeds, and predictions equal a fit on the kept features."""
+    row reaches, so the fit succeeds and sees the curvature a linear model cannot."""
     from fairsched.propensity.flexible import fit_feature_map
 
     rng = np.random.default_rng(3)

@@ -1,16 +1,18 @@
 """``fairsched simulate utility-validity``: does a utility predict the target loss of the set it scores?
 
-    fairsched simulate utility-validity --dgp NAME [--seeds N] [--sets M] [--enrollment-model M] [--json] [--quiet]
+    fairsched simulate utility-validity --dgp NAME [--seeds N] [--sets M]
+                                        [--enrollment-model M] [--json] [--quiet]
 
 runs :func:`fairsched.fl.utility_validity.run` on one DGP (``bundled``, ``unequal``,
 ``misspecified``, ``cps``, ``proxy``; ``--enrollment-model`` is the model behind the
-estimated shares ``π̂`` where the frame has continuous covariates, default ``spline``) and reports, per utility, the Spearman correlation of its value with the
-negative realised target excess loss of federated training on random worker sets (higher
-is better), mean ± standard error over the seeds, and the same for the reference predictor
+estimated shares ``π̂`` where the frame has continuous covariates, default ``spline``) and
+reports, per utility, the Spearman correlation of its value with the negative realised
+target excess loss of federated training on random worker sets (higher is better), mean ±
+standard error over the seeds, and the same for the reference predictor
 ``trained_validation`` (the validation loss of the trained model itself). ``--json`` prints
-exactly one object ``{"dgp", "enrollment_model", "utilities": {name: {"spearman", "se"}}, "reference": {name:
-{"spearman", "se"}}}`` (``se`` null for one seed); progress goes
-to stderr unless ``--quiet``. Bad input raises (the caller's error contract: exit code 2).
+exactly one object ``{"dgp", "enrollment_model", "utilities": {name: {"spearman", "se"}},
+"reference": {name: {"spearman", "se"}}}`` (``se`` null for one seed); progress goes to
+stderr unless ``--quiet``. Bad input raises (the caller's error contract: exit code 2).
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def validity_command(args: argparse.Namespace, output: Output) -> int:
     def progress(done: int, total: int, seconds: float) -> None:
         print(f"utility-validity {args.dgp}: seed {done}/{total} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
-    result = run(args.dgp, args.seeds, args.sets, enrollment_model=args.enrollment_model, progress=None if getattr(args, "quiet", False) else progress)
+    result = run(args.dgp, args.seeds, args.sets, enrollment_model=args.enrollment_model,
+                 progress=None if getattr(args, "quiet", False) else progress)
     lines = [f"utility validity, DGP {args.dgp} (enrollment model {args.enrollment_model}): "
              f"{args.seeds} seeds × {args.sets} sets",
              f"{'utility':<24} {'aggregation':<15} Spearman(utility, −loss)  (mean ± se over seeds)"]

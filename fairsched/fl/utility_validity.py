@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", type=int, default=50)
     parser.add_argument("--json", metavar="FILE", help="also write the detailed results as JSON")
     parser.add_argument("--enrollment-model", default=ENROLLMENT_MODEL,
-                        help=f"model behind π̂ on misspecified and proxy (default {ENROLLMENT_MODEL})")
+                        help=f"model behind π̂ on misspecified, proxy and cps (default {ENROLLMENT_MODEL})")
     parser.add_argument("--ceiling", type=int, metavar="R", default=0,
                         help="instead: the count-based ceiling (count_ceiling, R fresh replicates) per DGP")
     args = parser.parse_args(argv)

@@ -210,9 +210,9 @@ def make_validity_population(dgp: str, seed: int, config: FairPopulationConfig |
     behind ``π̂`` on ``misspecified``, ``proxy`` and ``cps``; the frames of ``bundled`` and
     ``unequal`` are 0/1 stratum dummies, where every model is the saturated linear one.
     """
-    config = FairPopulationConfig() if config is None else config
     from fairsched.propensity.flexible import MODELS
 
+    config = FairPopulationConfig() if config is None else config
     if enrollment_model not in MODELS:
         raise SimulationError(f"enrollment_model: unknown {enrollment_model!r}; known: {', '.join(MODELS)}")
     if dgp == "bundled":

@@ -32,7 +32,7 @@ runs four checks. Each failed check is a flag with a message naming its likely c
     smaller share because against the violation that matters most, a curved effect of
     ``S``, the 1-df curvature test is the more powerful of the two and J adds little
     beyond it (measured: ``docs/selection_bias.md`` §5.2); with both at 5% the false-flag
-    rate was 9.5% over six seeds, at the 10% that users were promised.
+    rate was 9.5% over six seeds, at the edge of a 10% target.
 ``multiple_roots``
     Several distinct ``θ`` (from the multi-start) satisfy the moments as well as the J
     test allows: the data do not identify ``θ``.
