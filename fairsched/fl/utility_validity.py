@@ -57,6 +57,7 @@ from fairsched.fl.training import TrainConfig
 from fairsched.fl.validity_dgps import (
     DGPS,
     ENROLLMENT_MODEL,
+    HOMOGENEOUS,
     ValidityPopulation,
     make_validity_population,
 )
@@ -72,8 +73,6 @@ AGGREGATION = {"accuracy": "fedavg", "propensity": "fedavg", "mismatch": "fedavg
 REFERENCES = ("trained_validation",)
 CURVE = (0.05, 0.5, -0.5)
 TRANSFER = 0.05
-#: the DGPs whose strata are homogeneous (every example of stratum j from one model)
-HOMOGENEOUS = ("bundled", "misspecified", "proxy")
 #: R = 100 rounds, K = 5 local steps (the fair_population schedule)
 DEFAULT_TRAIN = TrainConfig(rounds=100)
 

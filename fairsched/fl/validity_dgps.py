@@ -56,6 +56,9 @@ from fairsched.fl.stratified import (
 )
 
 DGPS = ("bundled", "unequal", "misspecified", "cps", "proxy")
+#: the DGPs on the bundled population, whose strata are homogeneous (every example of
+#: stratum j from one model); they differ in what the enrollment frame records
+HOMOGENEOUS = ("bundled", "misspecified", "proxy")
 CPS_BIAS = "severe"
 CPS_HOLDOUT = 0.2
 VALIDATION_PER_STRATUM = 2_000
@@ -100,16 +103,16 @@ def _validation(parts: list[tuple[np.ndarray, np.ndarray]], shares: np.ndarray,
     return Objective(X, y, w, ridge), np.concatenate([np.full(p[1].size, j) for j, p in enumerate(parts)])
 
 
-def _bundled(seed: int, config: FairPopulationConfig, frame: str, model: str) -> ValidityPopulation:
-    """``frame``: ``"strata"`` (bundled), ``"proxy"`` or ``"z"`` (misspecified); module docstring."""
+def _bundled(seed: int, config: FairPopulationConfig, dgp: str, model: str) -> ValidityPopulation:
+    """``dgp`` one of :data:`HOMOGENEOUS`: what the enrollment frame records (module docstring)."""
     pop = make_stratified_population(seed, config)
     J, M = len(config.shares), config.clients
     rng = np.random.default_rng([seed, 7])
     enrolled, covariates = pop.enrolled, None
-    if frame == "proxy":
+    if dgp == "proxy":
         covariates = (np.asarray(PROXY_SHIFT)[pop.home] + rng.normal(size=M))[:, None]
         shares_hat = estimated_shares(pop.home, enrolled, covariates, ("density",), J, model)[1]
-    elif frame == "z":
+    elif dgp == "misspecified":
         z1 = np.asarray(Z1_SCALE)[pop.home] * rng.normal(size=M)
         covariates = np.column_stack([z1, rng.normal(size=M)])
         c0, c1, c2 = ENROLL_INDEX
@@ -119,8 +122,7 @@ def _bundled(seed: int, config: FairPopulationConfig, frame: str, model: str) ->
         shares_hat = estimated_shares(pop.home, enrolled, stratum_dummies(pop.home, J), STRATA[1:J], J)[1]
     theta, mu = stratum_models(J, config.dim)
     parts = [stratum_examples(rng, theta[j], mu[j], VALIDATION_PER_STRATUM) for j in range(J)]
-    name = {"strata": "bundled", "proxy": "proxy", "z": "misspecified"}[frame]
-    return ValidityPopulation(name, pop.home, pop.sizes, pop.data,
+    return ValidityPopulation(dgp, pop.home, pop.sizes, pop.data,
                               example_strata(pop.sizes, pop.data.X.shape[1]), np.flatnonzero(enrolled),
                               shares_hat, np.bincount(pop.home, minlength=J) / M, pop.objective, pop.f_star,
                               *_validation(parts, shares_hat, config.train.ridge), covariates)
@@ -215,12 +217,8 @@ def make_validity_population(dgp: str, seed: int, config: FairPopulationConfig |
     config = FairPopulationConfig() if config is None else config
     if enrollment_model not in MODELS:
         raise SimulationError(f"enrollment_model: unknown {enrollment_model!r}; known: {', '.join(MODELS)}")
-    if dgp == "bundled":
-        return _bundled(seed, config, "strata", enrollment_model)
-    if dgp == "misspecified":
-        return _bundled(seed, config, "z", enrollment_model)
-    if dgp == "proxy":
-        return _bundled(seed, config, "proxy", enrollment_model)
+    if dgp in HOMOGENEOUS:
+        return _bundled(seed, config, dgp, enrollment_model)
     if dgp == "unequal":
         return _unequal(seed, config)
     if dgp == "cps":
