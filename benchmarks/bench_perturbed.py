@@ -29,31 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pricing  # noqa: E402
 
-import fairsched  # noqa: E402
 import fairsched.lp.pricing.greedy as greedy  # noqa: E402
-import fairsched.lp.pricing.milp as milp  # noqa: E402
 from fairsched.lp.pricing import pricing_for  # noqa: E402
 
 
 def run(case: str = "concave-sqrt", seconds: float = 60.0) -> dict[str, float]:
     problem = bench_pricing.problem(case)
-    saved: dict[str, np.ndarray] = {}
-    original = milp.MilpPricing.__call__
-
-    def keep(self, lam, *args, **kwargs):
-        if kwargs.get("target") is None:
-            saved["lam"] = np.array(lam)
-        return original(self, lam, *args, **kwargs)
-
     default = greedy.PERTURBATIONS
     greedy.PERTURBATIONS = 0
-    milp.MilpPricing.__call__ = keep
     try:
-        opt = fairsched.optimum(problem, gap=bench_pricing.GAP, time_limit=seconds)
+        opt, lam, _, _ = bench_pricing.last_bound_call(case, seconds)
     finally:
-        milp.MilpPricing.__call__ = original
         greedy.PERTURBATIONS = default
-    lam = saved["lam"]
     offset = float(lam @ problem.r)
 
     def best(result) -> float:

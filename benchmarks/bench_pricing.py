@@ -41,13 +41,15 @@ facility location 2.25e-2 (2.29e-2 without), concave sqrt 3.64e-4 (1.01e-3), log
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 
 import fairsched
+import fairsched.lp.pricing.milp as milp
 from fairsched.instances import problem_from_table
 from fairsched.instances.generators import (
     concave_modular_instance,
@@ -82,6 +84,30 @@ def problem(case: str) -> Problem:
     return problem_from_table(CASES[case]())
 
 
+def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, float]:
+    """Column generation on ``case`` for ``seconds`` with the defaults: its result and, of its
+    last exact pricing call made for the bound (no target), the duals ``λ``, the master's
+    value when the call began and when it began (seconds from the start)."""
+    seen: dict[str, Any] = {"lower": float("nan")}
+    original = milp.MilpPricing.__call__
+    start = time.perf_counter()
+
+    def keep(self, lam, *args, **kwargs):
+        if not args and kwargs.get("target") is None:
+            seen.update(lam=np.array(lam), at=seen["lower"], t=time.perf_counter() - start)
+        return original(self, lam, *args, **kwargs)
+
+    def progress(iteration, lower, upper, gap):
+        seen["lower"] = lower
+
+    milp.MilpPricing.__call__ = keep
+    try:
+        opt = fairsched.optimum(problem(case), gap=GAP, time_limit=seconds, progress=progress)
+    finally:
+        milp.MilpPricing.__call__ = original
+    return opt, seen["lam"], float(seen["at"]), float(seen["t"])
+
+
 def solve(case: str, time_limit: float = TIME_LIMIT) -> dict[str, Any]:
     """Solve one case; the figures printed and returned."""
     prob = problem(case)
@@ -104,19 +130,20 @@ def test_pricing_case(benchmark, case: str) -> None:
 
 
 if __name__ == "__main__":
-    # --perturbations N: iterated-local-search rounds before each MILP (0 turns it off; the
-    # baseline of the comparison in benchmarks/README.md)
-    args = sys.argv[1:]
-    if "--perturbations" in args:
+    parser = argparse.ArgumentParser(description="U_opt through MILP pricing, to a certified gap of 1e-4")
+    parser.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to run (default all): {', '.join(CASES)}")
+    parser.add_argument("--perturbations", type=int, metavar="N",
+                        help="iterated-local-search rounds before each MILP (0 turns it off; the baseline "
+                             "of the comparison in benchmarks/README.md)")
+    parser.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="S",
+                        help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
+    args = parser.parse_args()
+    unknown = [name for name in args.cases if name not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    if args.perturbations is not None:
         import fairsched.lp.pricing.greedy as greedy
 
-        at = args.index("--perturbations")
-        greedy.PERTURBATIONS = int(args[at + 1])
-        del args[at: at + 2]
-    limit = TIME_LIMIT
-    if "--time-limit" in args:  # seconds; how long the target takes beyond the 120 s of the goal
-        at = args.index("--time-limit")
-        limit = float(args[at + 1])
-        del args[at: at + 2]
-    for name in args or list(CASES):
-        solve(name, limit)
+        greedy.PERTURBATIONS = args.perturbations
+    for name in args.cases or list(CASES):
+        solve(name, args.time_limit)

@@ -23,44 +23,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pricing  # noqa: E402
 
-import fairsched  # noqa: E402
 import fairsched.lp.pricing.concave as concave  # noqa: E402
-import fairsched.lp.pricing.milp as milp  # noqa: E402
 from fairsched.lp.pricing import pricing_for  # noqa: E402
-
-
-def converged_duals(case: str, seconds: float) -> tuple[np.ndarray, float, float]:
-    """``(λ, LB, t)`` of the last exact call made for the bound within ``seconds`` of column generation."""
-    problem = bench_pricing.problem(case)
-    seen: dict[str, object] = {"lower": float("nan")}
-    original = milp.MilpPricing.__call__
-    start = time.perf_counter()
-
-    def keep(self, lam, *args, **kwargs):
-        if not args and kwargs.get("target") is None:
-            seen.update(lam=np.array(lam), at=seen["lower"], t=time.perf_counter() - start)
-        return original(self, lam, *args, **kwargs)
-
-    def progress(iteration, lower, upper, gap):
-        seen["lower"] = lower
-
-    milp.MilpPricing.__call__ = keep
-    try:
-        fairsched.optimum(problem, gap=bench_pricing.GAP, time_limit=seconds, progress=progress)
-    finally:
-        milp.MilpPricing.__call__ = original
-    return seen["lam"], float(seen["at"]), float(seen["t"])
 
 
 def run(case: str = "concave-sqrt", seconds: float = 60.0, counts: tuple[int, ...] = (24, 100, 400)) -> list[dict]:
     problem = bench_pricing.problem(case)
-    lam, lower, at = converged_duals(case, seconds)
+    _, lam, lower, at = bench_pricing.last_bound_call(case, seconds)
     offset = float(lam @ problem.r)
     print(f"{case}: duals of the exact call at {at:.1f} s, master value {lower:.6f}", flush=True)
     rows = []
@@ -76,9 +49,9 @@ def run(case: str = "concave-sqrt", seconds: float = 60.0, counts: tuple[int, ..
             upper = float(result.upper_bound) - offset
             row = {"tangents": count, "seconds": seconds_taken, "rounds": pricing.stats["rounds"],
                    "upper": upper, "gap": (upper - lower) / abs(lower), "exact": bool(result.exact)}
+            verdict = "certifies" if row["gap"] <= bench_pricing.GAP else "does not certify"
             print(f"  tangents {count:4d}: {seconds_taken:6.1f} s, {row['rounds']:2d} MILP rounds, "
-                  f"UB {upper:.6f}, gap {row['gap']:.2e} ({'certifies' if row['gap'] <= bench_pricing.GAP else 'does not certify'} "
-                  f"1e-4)", flush=True)
+                  f"UB {upper:.6f}, gap {row['gap']:.2e} ({verdict} 1e-4)", flush=True)
             rows.append(row)
     finally:
         concave.INITIAL_TANGENTS = default

@@ -46,9 +46,10 @@ quadratic loss when the members share one Hessian; an approximation otherwise.
 
 Assumptions: (i) training uses post-stratified aggregation with the same ``π`` and either
 runs long enough to approach ``F_S``'s minimiser or follows the ``training`` schedule given;
-(ii) the validation objective stands for the target (with ``π`` estimated, e.g. by IPW, a bias of ``π`` is invisible to it); (iii) the statistics
-come from the workers' current data. Sharing gradients and Hessians at ``θ_ref`` discloses
-what one round of Newton-type federated training discloses.
+(ii) the validation objective stands for the target (with ``π`` estimated, e.g. by IPW, a
+bias of ``π`` is invisible to it); (iii) the statistics come from the workers' current data.
+Sharing gradients and Hessians at ``θ_ref`` discloses what one round of Newton-type federated
+training discloses.
 
 **Not monotone, not submodular** (:attr:`submodular` is ``False``): adding a worker can
 raise the predicted loss. Fair schedulers that need submodularity for their guarantees
@@ -171,7 +172,8 @@ class OneStepValidation(SetFunction):
         d = self.dim = self.reference.size
         self.gradients = check_array(gradients, "gradients", (self.n, self.strata, d))
         self.pooled = np.ndim(hessians) == 3
-        self.hessians = check_array(hessians, "hessians", (self.strata, d, d) if self.pooled else (self.n, self.strata, d, d))
+        shape = (self.strata, d, d) if self.pooled else (self.n, self.strata, d, d)
+        self.hessians = check_array(hessians, "hessians", shape)
         _check_psd(self.hessians, "hessians")
         self.ridge = check_number(ridge, "ridge", nonnegative=True)
         self.validation_optimum = check_array(validation_optimum, "validation_optimum", (d,))
