@@ -29,8 +29,9 @@ exact pricing.  The lower bound is the value of a feasible distribution: the sta
   ``gap`` (a heuristic pricing whose bound is not tight, or the floating-point floor: see
   :data:`DEFAULT_GAP`);
 - ``"tailing-off"`` when the gap shrank by less than a factor ``tailing_off[1]`` over the last
-  ``tailing_off[0]`` iterations and an exact pricing call made in that window **finished**
-  (attained its maximum); while the only bound is stale (no such call, or the last one cut
+  ``tailing_off[0]`` iterations and over the last :data:`TAILING_OFF_CALLS` exact pricing
+  calls that **finished** (attained their maximum, or certified the requested gap), the last
+  of them in that window; while the only bound is stale (no such call, or the last one cut
   short by its time budget), a stagnating gap instead triggers an exact call for the bound
   with a larger budget (:func:`_exact_budget`), since a heuristic's columns cannot move the
   certified bound;
@@ -100,6 +101,12 @@ MASTER_TOLERANCE = 1e-9
 POOL_NONZEROS = 200_000
 #: ``(window, factor)``: tailing-off when the gap shrank by less than ``factor`` in ``window`` iterations
 TAILING_OFF = (40, 0.9)
+#: ... and by less than that factor over the last this many finished exact calls: where the
+#: heuristic's iterations are cheap, 40 of them fit between two exact calls, and the loop used
+#: to stop after one exact call that did not move the bound (the coverage + facility-location
+#: mixture of ``benchmarks/bench_pricing.py`` stopped at 27 s with a gap of 1.15e-2 while
+#: its bound was still falling: 2.32e-2, 1.27e-2, 1.15e-2 after its last three calls)
+TAILING_OFF_CALLS = 3
 #: initial α of self-adjusting smoothing (Pessoa et al. 2018) and the largest it may reach
 SMOOTHING_START = 0.5
 SMOOTHING_MAX = 0.9999
@@ -126,7 +133,10 @@ class PricingResult(Result):
     An oracle with the attribute ``accepts_target = True`` is called as
     ``price(lam, target=t)``: a column with ``f(S) + lam(S) >= t`` is all the master needs
     (``t`` is μ plus a tolerance), so the oracle may stop at the first one it finds; its
-    ``upper_bound`` must still be certified.  Such early answers do not count as inexact.
+    ``upper_bound`` must still be certified.  One with ``accepts_enough = True`` is also given
+    ``enough=e``, the pricing bound that certifies the requested gap against the best value
+    found (:func:`_enough`), and may stop as soon as its certified ``upper_bound`` is at or
+    below it.  Such early answers do not count as inexact.
     """
 
     columns: np.ndarray
@@ -154,8 +164,8 @@ class ColumnGenerationResult(Result):
     while no feasible distribution is known (iteration 0 records the starting distribution
     and the dual guesses).  ``status``: see the module docstring; ``success`` is true exactly
     when it is ``"optimal"``.  ``pricing_exact`` is true when every call of ``price``
-    attained its maximum (calls that stopped at a requested target, and heuristic calls, do
-    not count).  ``columns`` is the number of distinct sets the master saw, ``big_m`` the
+    attained its maximum (calls that stopped at a requested target or bound, and heuristic
+    calls, do not count).  ``columns`` is the number of distinct sets the master saw, ``big_m`` the
     final penalty of the elastic phase.  With caps, ``cap_price`` ν (and ``master_cap_price``)
     are the cap rows' prices, ``fairness_price`` λ the floors' (the pricing saw ``λ − ν``) and
     the bound is ``pricing_bound − λ·r + ν·c``; without caps they are ``None``.
@@ -577,19 +587,25 @@ def column_generation(
                  target: float | None = None) -> PricingResult:
         nonlocal all_exact
         began = time.perf_counter()
+        options: dict[str, float] = {}
         if target is not None and getattr(oracle, "accepts_target", False):
-            priced = oracle(duals, target=target)
-            reached = priced.values.size > 0 and float(
-                priced.values[0] + np.asarray(priced.columns[0], dtype=float) @ duals) >= target
-        else:
-            priced, reached = oracle(duals), False
+            options["target"] = target
+        enough = _enough(state.lower, gap, duals, r, caps)
+        if enough is not None and getattr(oracle, "accepts_enough", False):
+            options["enough"] = enough
+        priced = oracle(duals, **options)
+        reached = "target" in options and priced.values.size > 0 and float(
+            priced.values[0] + np.asarray(priced.columns[0], dtype=float) @ duals) >= target
+        # a bound at or below ``enough`` proves the requested gap: the call has done its job
+        proved = "enough" in options and float(priced.upper_bound) <= enough
         if oracle is price:
             took = time.perf_counter() - began
-            state.exact_seconds += took
-            state.bound_finished = bool(priced.exact) and not reached
+            if target is None:
+                state.bound_seconds += took
+            state.bound_finished = (bool(priced.exact) or proved) and not reached
             if state.bound_finished:
                 state.last_exact_seconds = took
-            if not reached:
+            if not (reached or proved):
                 all_exact &= bool(priced.exact)
         if math.isfinite(float(priced.upper_bound)):
             certificate.offer(duals, float(priced.upper_bound), r)
@@ -664,7 +680,7 @@ class _State:
     master: _Master | None = None
     penalty: float = math.nan
     slack: np.ndarray | None = None  # of the last master solution
-    exact_seconds: float = 0.0  # spent in the exact pricing
+    bound_seconds: float = 0.0  # spent in exact pricing calls without a target (for the bound)
     last_exact_seconds: float = 0.0  # the last exact call that finished (attained its maximum)
     bound_finished: bool = False  # whether the last exact call finished
     bound_budget: float = 0.0  # the least budget of the next call for the bound
@@ -696,6 +712,7 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
              record: Callable[[int], float]) -> tuple[str, int]:
     """The main loop: master, (smoothed) pricing, bounds, stopping; returns (status, iterations)."""
     gaps: list[float] = []
+    finished_gaps: list[float] = []  # the gap after each iteration whose exact call finished
     iteration = last_exact = 0
     overdue = False
     while iteration < max_iterations:
@@ -726,6 +743,8 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
         current = record(iteration)
         if feasible and current <= gap:
             return "optimal", iteration
+        if exact_ran and state.bound_finished and feasible:
+            finished_gaps.append(current)
         if value_lower_bound is not None and certificate.bound < value_lower_bound:
             raise _infeasible(solution.slack, r, "the Lagrangian bound is below every feasible value")
         keep = max(PURGE_KEEP, PURGE_ROWS * (r.size + 1))
@@ -748,14 +767,22 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             master.set_big_m(penalty / master.scale)
         if feasible and math.isfinite(current):
             gaps.append(current)
-            if tailing_off is not None and len(gaps) > tailing_off[0] and \
-                    gaps[-1] > tailing_off[1] * gaps[-1 - tailing_off[0]]:
-                if iteration - last_exact < tailing_off[0] and state.bound_finished:
+            if tailing_off is not None and stagnating(gaps, tailing_off[0], tailing_off[1]):
+                if iteration - last_exact < tailing_off[0] and state.bound_finished and \
+                        stagnating(finished_gaps, TAILING_OFF_CALLS, tailing_off[1], current):
                     return "tailing-off", iteration
                 # The bound may be stale (no exact call in the window, or the last one cut
-                # short): a finished exact call must confirm the stagnation before stopping.
+                # short), or heuristic iterations were cheap enough to fill the window between
+                # two exact calls: finished exact calls must confirm the stagnation first.
                 overdue = True
     return "iteration-limit", iteration
+
+
+def stagnating(gaps: Sequence[float], window: int, factor: float, current: float | None = None) -> bool:
+    """Whether the gap ``current`` (default: the last of ``gaps``) is above ``factor`` times
+    the gap ``window`` entries before the last of ``gaps`` (false while there are not so many)."""
+    current = gaps[-1] if current is None else current
+    return len(gaps) > window and current > factor * gaps[-1 - window]
 
 
 def _exact_budget(overdue: bool, state: _State) -> float | None:
@@ -776,7 +803,7 @@ def _exact_budget(overdue: bool, state: _State) -> float | None:
     loop ended ``"tailing-off"`` on the bound of its first exact call.
     """
     elapsed = time.perf_counter() - state.started
-    if overdue or state.exact_seconds <= elapsed / 3:
+    if overdue or state.bound_seconds <= elapsed / 3:
         return max(MIN_BOUND_SECONDS, 0.25 * elapsed, 2.0 * state.last_exact_seconds, state.bound_budget)
     return None
 
@@ -792,9 +819,13 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
 
     The heuristic walks the whole schedule first (it is cheap); ``price`` walks it only when
     the heuristic found nothing even at ``λ_out``.  With a ``bound_budget`` (seconds), ``price``
-    runs once at the first point even when the heuristic found columns, so that the certified
-    bound (which only exact calls tighten) keeps improving; an oracle with a ``deadline``
-    attribute is held to the budget for that call.
+    runs once at the first point with no target, whether or not the heuristic found columns,
+    so that the certified bound (which only exact calls tighten) keeps improving; an oracle
+    with a ``deadline`` attribute is held to the budget for that call.  (A call with a target
+    stops at the first column that reaches it and leaves a loose bound: where the heuristic
+    stops finding columns, every exact call used to have one, and the bound of the coverage +
+    facility-location mixture of ``benchmarks/bench_pricing.py`` moved only twice in its last
+    60 s.)
     """
     n = r.size
     center = certificate.lam if feasible else None
@@ -819,13 +850,18 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
 
     if heuristic is not None:
         cols, vals, entering, result = walk(heuristic)
-        if entering.size and bound_budget is not None:
+        if bound_budget is not None:
             bound_call = _within(price, min(stop_at, time.perf_counter() + bound_budget),
                                  lambda: price_at(points[0], price))  # for the bound: no early stop
             exact_cols, exact_vals, _ = _entering(bound_call, lam, mu, threshold, n)
             cols, vals = np.concatenate([exact_cols, cols]), np.concatenate([exact_vals, vals])
-            return cols, vals, np.flatnonzero(vals + cols @ lam - mu > threshold), bound_call, True
-        if entering.size or time.perf_counter() >= stop_at:
+            entering = np.flatnonzero(vals + cols @ lam - mu > threshold)
+            # Without the heuristic's columns the walk goes on, unless the call already proved
+            # that nothing prices out at the master's own duals.
+            settled = alphas[0] <= 0 and bound_call.exact
+            if entering.size or settled or time.perf_counter() >= stop_at:
+                return cols, vals, entering, bound_call, True
+        elif entering.size or time.perf_counter() >= stop_at:
             return cols, vals, entering, result, False
     cols, vals, entering, result = walk(price)
     return cols, vals, entering, result, True
@@ -841,6 +877,20 @@ def _within(oracle: object, deadline: float, call: Callable[[], PricingResult]) 
         return call()
     finally:
         oracle.deadline = saved
+
+
+#: share of the requested gap an ``enough`` bound leaves (below 1: the bound is then
+#: certainly within the gap after the round-off of ``pricing bound − λ·r``)
+ENOUGH_SHARE = 0.9
+
+
+def _enough(lower: float, gap: float, duals: np.ndarray, r: np.ndarray, caps: np.ndarray | None) -> float | None:
+    """The pricing bound at ``duals`` that certifies the requested ``gap`` against the best
+    value ``lower``: ``B − λ·r <= lower + ENOUGH_SHARE·gap·|lower|`` (``None`` while no
+    feasible value is known).  An oracle that accepts it may stop once its bound is there."""
+    if not math.isfinite(lower):
+        return None
+    return lower + ENOUGH_SHARE * gap * max(abs(lower), 1e-12) + _lp.dual_offset(duals, r, caps)
 
 
 def _target(mu: float, threshold: float, alpha: float, certificate: _Certificate) -> float:

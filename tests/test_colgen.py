@@ -656,3 +656,73 @@ def test_a_bound_cut_short_is_retried_with_twice_the_budget_before_tailing_off()
     first, second, third = budgets[:3]  # the two cut short, then one that finishes
     assert first >= 0.9 * colgen.MIN_BOUND_SECONDS
     assert second >= 1.9 * first and third >= 1.9 * second
+
+
+def test_stagnating_compares_with_the_entry_a_window_back():
+    # the mixture's gaps after its last three finished exact calls, still falling
+    assert not colgen.stagnating([2.32e-2, 1.27e-2, 1.15e-2], 3, 0.9)
+    assert not colgen.stagnating([2.32e-2, 1.27e-2, 1.15e-2, 1.14e-2], 3, 0.9)
+    assert colgen.stagnating([1.16e-2, 1.15e-2, 1.15e-2, 1.14e-2], 3, 0.9)
+    assert colgen.stagnating([1.16e-2, 1.15e-2], 1, 0.9, current=1.2e-2)
+    assert not colgen.stagnating([1.16e-2, 1.15e-2], 1, 0.9, current=1e-2)
+
+
+def test_tailing_off_needs_stagnation_over_several_finished_exact_calls():
+    """The loop stops "tailing-off" only once the gap has stagnated over the iteration window
+    and over the last ``TAILING_OFF_CALLS`` finished exact calls."""
+    values, members, r = accuracy_lp(3, n=12, k=5)
+    exact = enumeration_oracle(values, members)
+    finished = []
+
+    def loose(lam):  # finishes, but its bound stays 1 above the maximum: the gap cannot close
+        priced = exact(lam)
+        finished.append(lam)
+        return PricingResult(priced.columns, priced.values, priced.upper_bound + 1.0, True)
+
+    order = np.random.default_rng(0).permutation(values.size)
+    calls = []
+
+    def trickle(lam):  # a heuristic that sees one more column per call, and has no bound
+        calls.append(lam)
+        seen = order[: 40 + len(calls)]
+        best = seen[np.argmax(values[seen] + members[seen] @ lam)]
+        return PricingResult(members[[best]], values[[best]], math.inf, False)
+
+    start = [int(np.argmax(values))]
+    result = column_generation(values[start], members[start], r, loose, heuristic=trickle,
+                               gap=1e-9, tailing_off=(2, 0.99), max_iterations=2000)
+    assert result.status == "tailing-off"
+    assert len(finished) > colgen.TAILING_OFF_CALLS
+    gaps = [gap for _, lower, upper, _ in result.history if (gap := colgen.relative_gap(lower, upper)) < math.inf]
+    assert colgen.stagnating(gaps, colgen.TAILING_OFF_CALLS, 0.99)
+    assert result.upper_bound >= solve_distribution_lp(values, members, r).value
+
+
+def test_an_oracle_told_enough_may_stop_there_and_the_gap_is_still_certified():
+    """``enough`` is the pricing bound that certifies the requested gap: an oracle that stops
+    with its bound there (not exact) ends the loop "optimal", within the gap, and the call is
+    not counted as inexact."""
+    values, members, r = accuracy_lp(5, n=12, k=5)
+    reference = solve_distribution_lp(values, members, r).value
+    exact = enumeration_oracle(values, members)
+    told = []
+
+    class StopsAtEnough:
+        accepts_enough = True
+
+        def __call__(self, lam, enough=None):
+            priced = exact(lam)
+            told.append((lam, enough))
+            if enough is not None and priced.upper_bound <= enough:
+                return PricingResult(priced.columns, priced.values, enough, False)
+            return priced
+
+    gap = 1e-3
+    result = column_generation(values[:1], members[:1], r, StopsAtEnough(), gap=gap)
+    assert result.status == "optimal" and result.pricing_exact
+    assert result.gap <= gap
+    assert result.value <= reference + 1e-9 <= result.upper_bound + 2e-9
+    assert any(enough is not None for _, enough in told)
+    for lam, enough in told:
+        if enough is not None:  # never more than the gap allows above a feasible value
+            assert enough - np.clip(lam, 0, None) @ r <= (1 + colgen.ENOUGH_SHARE * gap) * reference + 1e-9

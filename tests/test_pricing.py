@@ -269,3 +269,29 @@ def test_coverage_pricing_with_k_equal_to_n_counts_each_element_once() -> None:
     check(pricing_for(utility, 1, enumeration_limit=0), utility, 1, lam, must_be_exact=True)
     utility = Coverage([[0, 1], [1], [2]], [1.0, 2.0, 0.5])
     check(CoveragePricing(utility, 3), utility, 3, np.array([0.3, -0.2, 0.0]), must_be_exact=True)
+
+
+@pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
+def test_enough_stops_the_milp_at_a_certified_bound(kind: str) -> None:
+    """``enough`` above the maximum: the call may stop once its bound is there, and the bound
+    stays certified (never below the maximum, never above ``enough``); ``enough`` below the
+    maximum cannot be reached, so the call is exact as without it."""
+    stopped = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        n, k = 14, 5
+        utility = make_utility(kind, n, rng)
+        lam = random_lam(n, rng, 0.3)
+        best_true = brute_force(utility, k, lam)
+        tol = RTOL * max(1.0, abs(best_true))
+        enough = best_true + 1e-3 * abs(best_true)
+        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+        result = oracle(lam, enough=enough)
+        best = float(result.values[0] + result.columns[0] @ lam)
+        assert best_true - tol <= result.upper_bound <= enough
+        assert best <= best_true + tol
+        stopped += not result.exact
+        unreachable = EXACT_KINDS[kind](utility, k, perturbations=0)(lam, enough=best_true - 1e-2)
+        assert unreachable.exact
+        assert float(unreachable.values[0] + unreachable.columns[0] @ lam) >= best_true - tol
+    assert stopped >= 1  # on these seeds the root or a MILP round already certifies enough

@@ -24,7 +24,11 @@ a round either adds a row that is tight at a ``k``-set where the model was not t
 
 The certified upper bound is the smallest **dual** bound (``mip_dual_bound``) of the rounds,
 each a relaxation of the pricing problem, and the heuristic's bound; ``exact`` means the
-best set returned attains it within twice the relative MIP gap.
+best set returned attains it within twice the relative MIP gap.  Column generation passes
+``enough``, the pricing bound that already certifies its requested gap: a HiGHS interrupt
+callback stops the branch and bound once the dual bound is there, in any round of the
+cut loop (every round's model over-estimates, so its dual bound is valid), instead of
+closing the MIP gap to ``rel_gap``.
 """
 
 from __future__ import annotations
@@ -153,6 +157,7 @@ class MilpPricing(PricingOracle):
     name = "milp"
     exact = True
     accepts_target = True
+    accepts_enough = True
     swap_deltas: SwapDeltas | None = None
 
     def __init__(self, utility: SetFunction, k: int, *, max_columns: int = 10,
@@ -182,10 +187,13 @@ class MilpPricing(PricingOracle):
         self.lazy = [term for _, term in self.terms if term.lazy]
         self._x_index = np.arange(self.n, dtype=np.int32)
         self._collected: list[np.ndarray] = []
+        #: the caller's ``enough`` during a call: HiGHS is interrupted once its dual bound is at or below it
+        self._enough: float | None = None
+        self.h.setCallback(_callback, self)
+        self.h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
         if self.lazy:
             # Every integer point HiGHS meets in a solve is a k-set whose tight rows the next
             # round needs if the model over-estimated it: collect them, not just the incumbent.
-            self.h.setCallback(_collect, self)
             self.h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipSolution)
         self.stats = {"calls": 0, "inexact": 0, "seconds": 0.0, "rounds": 0, "cuts": 0}
         self._milp_seconds = 0.0
@@ -213,11 +221,12 @@ class MilpPricing(PricingOracle):
         return 2 * self.rel_gap * max(1.0, abs(best))
 
     # -- solving -----------------------------------------------------------------------
-    def __call__(self, lam: np.ndarray, target: float | None = None) -> PricingResult:
+    def __call__(self, lam: np.ndarray, target: float | None = None,
+                 enough: float | None = None) -> PricingResult:
         lam = np.asarray(lam, dtype=float)
         if lam.shape != (self.n,):
             raise ValueError(f"lam must have shape ({self.n},), got {lam.shape}")
-        return self.price(lam, target)
+        return self.price(lam, target, enough)
 
     def _stop_at(self, started: float) -> float:
         stop = math.inf if self.deadline is None else self.deadline
@@ -279,9 +288,12 @@ class MilpPricing(PricingOracle):
             h.changeColsIntegrality(self.n, self._x_index, np.ones(self.n, dtype=np.uint8))
         return bound
 
-    def price(self, lam: np.ndarray, target: float | None = None) -> PricingResult:
+    def price(self, lam: np.ndarray, target: float | None = None,
+              enough: float | None = None) -> PricingResult:
         """Solve the MILP (cut loop for outer-approximated terms); with ``target``, stop at
-        the first set whose true value reaches it, which is then returned with ``exact`` false."""
+        the first set whose true value reaches it, and with ``enough``, as soon as the
+        certified upper bound is at or below it (HiGHS is interrupted once its dual bound
+        gets there); either early answer has ``exact`` false."""
         self.stats["calls"] += 1
         started = time.perf_counter()
         stop = self._stop_at(started)
@@ -293,7 +305,7 @@ class MilpPricing(PricingOracle):
         best = float(warm.values[0] + best_mask @ lam)
         upper = float(warm.upper_bound)
         tol = self._tolerance(best)
-        if target is not None and best >= target:
+        if (target is not None and best >= target) or _at_most(upper, enough):
             return self._finish(columns, lam, upper, started, exact=False)
         if self.perturbations:
             # Iterated local search before the MILP: near the LP optimum many sets tie and 1-swap
@@ -315,11 +327,15 @@ class MilpPricing(PricingOracle):
         if self.lazy:
             self._separate_at_sets(warm.columns)
             upper = min(upper, self._relaxation_rounds(stop) + 1e-12 * max(1.0, abs(best)))
+            if _at_most(upper, enough):
+                return self._finish(columns, lam, upper, started, exact=upper - best <= tol)
         set_option(h, "objective_target", -highspy.kHighsInf if target is None else float(target))
         milp_started = time.perf_counter()
+        self._enough = enough
         try:
             return self._milp_rounds(lam, target, stop, columns, best, best_mask, upper, tol, started)
         finally:
+            self._enough = None
             # the longest so far: a call that needed no MILP round must not switch the search off
             self._milp_seconds = max(self._milp_seconds, time.perf_counter() - milp_started)
 
@@ -351,7 +367,7 @@ class MilpPricing(PricingOracle):
             if value > best:
                 best, best_mask = value, x
                 tol = self._tolerance(best)
-            if upper - best <= tol or (target is not None and best >= target):
+            if upper - best <= tol or (target is not None and best >= target) or _at_most(upper, self._enough):
                 break
             if status != highspy.HighsModelStatus.kOptimal and status not in _STOPPED_EARLY:
                 break
@@ -426,9 +442,23 @@ class MilpPricing(PricingOracle):
             h.changeColsIntegrality(self.n, idx, np.ones(self.n, dtype=np.uint8))
 
 
-def _collect(callback_type: object, message: str, data_out: object, data_in: object,
-             oracle: MilpPricing) -> None:
-    """HiGHS callback: keep the integer solutions found during a solve (read only).
+def _at_most(upper: float, enough: float | None) -> bool:
+    return enough is not None and upper <= enough
+
+
+def _callback(callback_type: object, message: str, data_out: object, data_in: object,
+              oracle: MilpPricing) -> None:
+    """HiGHS callback: interrupt a solve whose dual bound has reached the caller's ``enough``
+    (:meth:`MilpPricing.price`), and keep the integer solutions found during a solve."""
+    if callback_type == highspy.cb.HighsCallbackType.kCallbackMipInterrupt:
+        if oracle._enough is not None and float(data_out.mip_dual_bound) <= oracle._enough:
+            data_in.user_interrupt = True
+        return
+    _collect(data_out, oracle)
+
+
+def _collect(data_out: object, oracle: MilpPricing) -> None:
+    """Keep an integer solution found during a solve (read only).
 
     An exception escaping a callback aborts the HiGHS solve, and a missed solution only
     costs a later round, so none is let through.
