@@ -735,7 +735,8 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
         budget = _exact_budget(overdue, state)
         cols, vals, entering, result, exact_ran = _price_smoothed(
             price_at, price, heuristic, smoother, certificate, lam, mu, threshold, feasible, r, stop_at,
-            bound_budget=budget)
+            bound_budget=budget, certified=lambda: feasible and relative_gap(state.lower, certificate.bound) <= gap,
+            wanted=_wanted(threshold, state.lower, gap) if feasible else 2 * threshold)
         if exact_ran:
             last_exact, overdue = iteration, False
             # a call cut short by its budget proved little: the next one gets twice as long
@@ -789,8 +790,8 @@ def _exact_budget(overdue: bool, state: _State) -> float | None:
     """Seconds for an exact pricing call made only for its bound (the heuristic found columns),
     or ``None`` for no such call.
 
-    It is made in every iteration in which exact calls so far took at most a third of
-    the time so far, or when the gap stagnates (``overdue``): where exact calls are cheap the
+    It is made in every iteration in which such calls (exact calls without a target) so far
+    took at most a third of the time so far, or when the gap stagnates (``overdue``): where exact calls are cheap the
     bound then follows every master (facility location ``n = 200``, ``k = 20``, 40 points:
     optimal in 53 s, against the time limit at 60 s with a gap of 5e-3 when it ran only every
     10th iteration), and where they are dear the one-third share throttles them.  The budget is the largest of
@@ -812,6 +813,7 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
                     heuristic: Callable[..., PricingResult] | None, smoother: _Smoothing,
                     certificate: _Certificate, lam: np.ndarray, mu: float, threshold: float,
                     feasible: bool, r: np.ndarray, stop_at: float, bound_budget: float | None,
+                    certified: Callable[[], bool] = lambda: False, wanted: float | None = None,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, PricingResult, bool]:
     """Price along the mis-pricing schedule ``λ_sep(α_0), λ_sep(α_1), …, λ_out`` and return the
     columns with reduced cost above ``threshold`` at the master's λ (``λ_out``), the last
@@ -821,13 +823,16 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
     the heuristic found nothing even at ``λ_out``.  With a ``bound_budget`` (seconds), ``price``
     runs once at the first point with no target, whether or not the heuristic found columns,
     so that the certified bound (which only exact calls tighten) keeps improving; an oracle
-    with a ``deadline`` attribute is held to the budget for that call.  (A call with a target
-    stops at the first column that reaches it and leaves a loose bound: where the heuristic
+    with a ``deadline`` attribute is held to the budget for that call.  Pricing stops at the
+    time limit and once ``certified()`` (the requested gap is proved).  (A call with a target
+    stops at the first column that reaches it (a reduced cost of ``wanted`` at ``λ_out``,
+    :func:`_wanted`) and leaves a loose bound: where the heuristic
     stops finding columns, every exact call used to have one, and the bound of the coverage +
     facility-location mixture of ``benchmarks/bench_pricing.py`` moved only twice in its last
     60 s.)
     """
     n = r.size
+    wanted = 2 * threshold if wanted is None else wanted
     center = certificate.lam if feasible else None
     alphas = [0.0]
     if center is not None:
@@ -836,15 +841,18 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
     points = [alpha * center + (1.0 - alpha) * lam if alpha > 0 else lam for alpha in alphas]
     adapted = False
 
+    def over() -> bool:
+        return time.perf_counter() >= stop_at or certified()
+
     def walk(oracle: Callable[..., PricingResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray, PricingResult]:
         nonlocal adapted
         for alpha, point in zip(alphas, points):
-            result = price_at(point, oracle, _target(mu, threshold, alpha, certificate))
+            result = price_at(point, oracle, _target(mu, wanted, alpha, certificate))
             cols, vals, entering = _entering(result, lam, mu, threshold, n)
             if alpha > 0 and not adapted:
                 smoother.adapt(center, lam, cols[0] if cols.shape[0] else None, r)
                 adapted = True
-            if entering.size or time.perf_counter() >= stop_at:
+            if entering.size or over():
                 break
         return cols, vals, entering, result
 
@@ -859,9 +867,9 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
             # Without the heuristic's columns the walk goes on, unless the call already proved
             # that nothing prices out at the master's own duals.
             settled = alphas[0] <= 0 and bound_call.exact
-            if entering.size or settled or time.perf_counter() >= stop_at:
+            if entering.size or settled or over():
                 return cols, vals, entering, bound_call, True
-        elif entering.size or time.perf_counter() >= stop_at:
+        elif entering.size or over():
             return cols, vals, entering, result, False
     cols, vals, entering, result = walk(price)
     return cols, vals, entering, result, True
@@ -893,11 +901,26 @@ def _enough(lower: float, gap: float, duals: np.ndarray, r: np.ndarray, caps: np
     return lower + ENOUGH_SHARE * gap * max(abs(lower), 1e-12) + _lp.dual_offset(duals, r, caps)
 
 
-def _target(mu: float, threshold: float, alpha: float, certificate: _Certificate) -> float:
-    """The value at ``λ_sep`` whose attainment proves a column with reduced cost above
-    ``threshold`` at ``λ_out``: ``f(S) + λ_sep(S) <= α·B_in + (1 − α)·(f(S) + λ_out(S))`` with
-    ``B_in`` the certified pricing bound at ``λ_in``, so ``α·B_in + (1 − α)·(μ + 2·threshold)``."""
-    target = mu + 2 * threshold
+def _wanted(threshold: float, lower: float, gap: float) -> float:
+    """The reduced cost a column is sought with: ``max(2·threshold, ENOUGH_SHARE·gap·|LB|)``.
+
+    A column of smaller reduced cost cannot matter to the requested gap: if none at the
+    master's duals has ``f(S) + λ(S) − μ >= δ``, then ``L(λ) <= μ − λ·r + δ = LB + δ`` (LP
+    duality of the master), which certifies the gap.  So an exact call told this target ends
+    either with a column worth at least ``δ`` or with the proof, instead of stopping at the
+    first column that clears μ by a rounding error: near the optimum those add ``1e-6``
+    relative or less to the master's value per iteration.
+    """
+    if not math.isfinite(lower):
+        return 2 * threshold
+    return max(2 * threshold, ENOUGH_SHARE * gap * abs(lower))
+
+
+def _target(mu: float, wanted: float, alpha: float, certificate: _Certificate) -> float:
+    """The value at ``λ_sep`` whose attainment proves a column with reduced cost at least
+    ``wanted`` at ``λ_out``: ``f(S) + λ_sep(S) <= α·B_in + (1 − α)·(f(S) + λ_out(S))`` with
+    ``B_in`` the certified pricing bound at ``λ_in``, so ``α·B_in + (1 − α)·(μ + wanted)``."""
+    target = mu + wanted
     return target if alpha <= 0 else alpha * certificate.pricing_bound + (1.0 - alpha) * target
 
 

@@ -494,7 +494,7 @@ def test_progress_and_history_are_monotone():
     values, members, r = accuracy_lp(5, n=11, k=5)
     seen = []
     result = column_generation(values[:1], members[:1], r, enumeration_oracle(values, members),
-                               progress=lambda *args: seen.append(args))
+                               progress=lambda *args: seen.append(args), gap=1e-9)
     assert [s[0] for s in seen] == [h[0] for h in result.history]
     uppers = [h[2] for h in result.history]
     lowers = [h[1] for h in result.history]
@@ -726,3 +726,41 @@ def test_an_oracle_told_enough_may_stop_there_and_the_gap_is_still_certified():
     for lam, enough in told:
         if enough is not None:  # never more than the gap allows above a feasible value
             assert enough - np.clip(lam, 0, None) @ r <= (1 + colgen.ENOUGH_SHARE * gap) * reference + 1e-9
+
+
+def test_targeted_calls_seek_columns_that_matter_to_the_gap():
+    """Exact calls with a target are asked for a reduced cost of at least
+    ``ENOUGH_SHARE·gap·|LB|`` (no smaller column can move the gap past the requested one),
+    not for any column clearing μ by a rounding error.  An oracle that returns the *worst*
+    column reaching each target, and its exact answer only when none does, still ends
+    "optimal" within the gap with a valid bracket."""
+    values, members, r = accuracy_lp(4, n=12, k=5)
+    reference = solve_distribution_lp(values, members, r).value
+    exact = enumeration_oracle(values, members)
+    pool = [0]  # the master's columns: the start and every column returned since
+    excess = []  # target − μ, with μ = max over the pool of f(S) + λ(S) (complementary slackness)
+
+    class Adversarial:
+        accepts_target = True
+
+        def __call__(self, lam, target=None):
+            score = values + members @ lam
+            if target is not None:
+                excess.append(target - score[pool].max())
+                reaching = np.flatnonzero(score >= target)
+                if reaching.size:
+                    worst = int(reaching[np.argmin(score[reaching])])
+                    pool.append(worst)
+                    return PricingResult(members[[worst]], values[[worst]], float(score.max()), False)
+            answer = exact(lam)
+            pool.extend(np.flatnonzero((members[:, None, :] == answer.columns[None]).all(axis=2).any(axis=1)))
+            return answer
+
+    gap = 1e-3
+    result = column_generation(values[:1], members[:1], r, Adversarial(), gap=gap, smoothing=0)
+    assert result.status == "optimal" and result.gap <= gap
+    assert result.value <= reference + 1e-9 <= result.upper_bound + 2e-9
+    # once the floors are met, targets sit a share of the gap above μ (2e-9 before)
+    assert max(excess) >= 0.5 * colgen.ENOUGH_SHARE * gap * reference
+    assert colgen._wanted(1e-12, reference, gap) == pytest.approx(colgen.ENOUGH_SHARE * gap * reference)
+    assert colgen._wanted(1e-12, -math.inf, gap) == 2e-12
