@@ -34,7 +34,12 @@ per concave term: concave sqrt 9.9e-4, log1p 1.01e-3, mixture 1.27e-2, facility 
 2.29e-2 (``benchmarks/README.md``, "What limits facility location").  With the iterated local
 search before each MILP (``--perturbations 0`` turns it off), back to back: coverage optimal,
 facility location 2.25e-2 (2.29e-2 without), concave sqrt 3.64e-4 (1.01e-3), log1p 6.69e-4
-(1.01e-3), mixture 9.91e-3 tailing-off at 39.6 s (1.29e-2 at the time limit).
+(1.01e-3), mixture 9.91e-3 tailing-off at 39.6 s (1.29e-2 at the time limit).  With exact
+calls that seek only columns worth the requested gap and stop at the bound that certifies it,
+and tailing-off over three finished exact calls (back to back against f3a1260, load 1.5):
+mixture **optimal, 8.95e-5 in 95.2 s** (1.15e-2 tailing-off at 15.4 s), coverage optimal
+in 7.8 s (6.3 s), facility location 2.28e-2 tailing-off at 52.0 s (2.29e-2 at 22.4 s),
+concave sqrt 3.77e-4 (8.51e-4 tailing-off at 43.4 s), log1p 4.85e-4 (5.68e-4, 3.62e-4).
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [CASE ...]
 """

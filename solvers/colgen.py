@@ -104,7 +104,7 @@ TAILING_OFF = (40, 0.9)
 #: ... and by less than that factor over the last this many finished exact calls: where the
 #: heuristic's iterations are cheap, 40 of them fit between two exact calls, and the loop used
 #: to stop after one exact call that did not move the bound (the coverage + facility-location
-#: mixture of ``benchmarks/bench_pricing.py`` stopped at 27 s with a gap of 1.15e-2 while
+#: mixture of ``benchmarks/bench_pricing.py`` stopped at 15-27 s with a gap of 1.15e-2 while
 #: its bound was still falling: 2.32e-2, 1.27e-2, 1.15e-2 after its last three calls)
 TAILING_OFF_CALLS = 3
 #: initial α of self-adjusting smoothing (Pessoa et al. 2018) and the largest it may reach
@@ -600,8 +600,7 @@ def column_generation(
         proved = "enough" in options and float(priced.upper_bound) <= enough
         if oracle is price:
             took = time.perf_counter() - began
-            if target is None:
-                state.bound_seconds += took
+            state.exact_seconds += took
             state.bound_finished = (bool(priced.exact) or proved) and not reached
             if state.bound_finished:
                 state.last_exact_seconds = took
@@ -680,7 +679,7 @@ class _State:
     master: _Master | None = None
     penalty: float = math.nan
     slack: np.ndarray | None = None  # of the last master solution
-    bound_seconds: float = 0.0  # spent in exact pricing calls without a target (for the bound)
+    exact_seconds: float = 0.0  # spent in the exact pricing
     last_exact_seconds: float = 0.0  # the last exact call that finished (attained its maximum)
     bound_finished: bool = False  # whether the last exact call finished
     bound_budget: float = 0.0  # the least budget of the next call for the bound
@@ -790,8 +789,8 @@ def _exact_budget(overdue: bool, state: _State) -> float | None:
     """Seconds for an exact pricing call made only for its bound (the heuristic found columns),
     or ``None`` for no such call.
 
-    It is made in every iteration in which such calls (exact calls without a target) so far
-    took at most a third of the time so far, or when the gap stagnates (``overdue``): where exact calls are cheap the
+    It is made in every iteration in which exact calls so far took at most a third of
+    the time so far, or when the gap stagnates (``overdue``): where exact calls are cheap the
     bound then follows every master (facility location ``n = 200``, ``k = 20``, 40 points:
     optimal in 53 s, against the time limit at 60 s with a gap of 5e-3 when it ran only every
     10th iteration), and where they are dear the one-third share throttles them.  The budget is the largest of
@@ -804,7 +803,7 @@ def _exact_budget(overdue: bool, state: _State) -> float | None:
     loop ended ``"tailing-off"`` on the bound of its first exact call.
     """
     elapsed = time.perf_counter() - state.started
-    if overdue or state.bound_seconds <= elapsed / 3:
+    if overdue or state.exact_seconds <= elapsed / 3:
         return max(MIN_BOUND_SECONDS, 0.25 * elapsed, 2.0 * state.last_exact_seconds, state.bound_budget)
     return None
 
@@ -820,16 +819,13 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
     result and whether ``price`` itself ran.
 
     The heuristic walks the whole schedule first (it is cheap); ``price`` walks it only when
-    the heuristic found nothing even at ``λ_out``.  With a ``bound_budget`` (seconds), ``price``
-    runs once at the first point with no target, whether or not the heuristic found columns,
-    so that the certified bound (which only exact calls tighten) keeps improving; an oracle
-    with a ``deadline`` attribute is held to the budget for that call.  Pricing stops at the
-    time limit and once ``certified()`` (the requested gap is proved).  (A call with a target
-    stops at the first column that reaches it (a reduced cost of ``wanted`` at ``λ_out``,
-    :func:`_wanted`) and leaves a loose bound: where the heuristic
-    stops finding columns, every exact call used to have one, and the bound of the coverage +
-    facility-location mixture of ``benchmarks/bench_pricing.py`` moved only twice in its last
-    60 s.)
+    the heuristic found nothing even at ``λ_out``, each call with the target of a column
+    worth ``wanted`` at ``λ_out`` (:func:`_wanted`, :func:`_target`).  With a
+    ``bound_budget`` (seconds), ``price`` runs once at the first point even when the
+    heuristic found columns, so that the certified bound (which only exact calls tighten)
+    keeps improving; an oracle with a ``deadline`` attribute is held to the budget for that
+    call.  Pricing stops at the time limit and once ``certified()`` (the requested gap is
+    proved).
     """
     n = r.size
     wanted = 2 * threshold if wanted is None else wanted
@@ -858,18 +854,13 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
 
     if heuristic is not None:
         cols, vals, entering, result = walk(heuristic)
-        if bound_budget is not None:
+        if entering.size and bound_budget is not None:
             bound_call = _within(price, min(stop_at, time.perf_counter() + bound_budget),
                                  lambda: price_at(points[0], price))  # for the bound: no early stop
             exact_cols, exact_vals, _ = _entering(bound_call, lam, mu, threshold, n)
             cols, vals = np.concatenate([exact_cols, cols]), np.concatenate([exact_vals, vals])
-            entering = np.flatnonzero(vals + cols @ lam - mu > threshold)
-            # Without the heuristic's columns the walk goes on, unless the call already proved
-            # that nothing prices out at the master's own duals.
-            settled = alphas[0] <= 0 and bound_call.exact
-            if entering.size or settled or over():
-                return cols, vals, entering, bound_call, True
-        elif entering.size or over():
+            return cols, vals, np.flatnonzero(vals + cols @ lam - mu > threshold), bound_call, True
+        if entering.size or over():
             return cols, vals, entering, result, False
     cols, vals, entering, result = walk(price)
     return cols, vals, entering, result, True
