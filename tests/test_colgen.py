@@ -619,6 +619,20 @@ def test_cli_text_lists_at_most_twenty_sets_and_prices(capsys, tmp_path):
     assert f"({priced:,} workers priced, the 20 largest shown; all with --json)" in lines[23]
 
 
+def trickle_heuristic(values: np.ndarray, members: np.ndarray):
+    """A heuristic pricing that sees one more column (in a fixed random order) per call, and
+    has no bound: it keeps finding columns for many iterations, each worth little."""
+    order = np.random.default_rng(0).permutation(values.size)
+    calls = []
+
+    def trickle(lam):
+        calls.append(lam)
+        seen = order[: 40 + len(calls)]
+        best = seen[np.argmax(values[seen] + members[seen] @ lam)]
+        return PricingResult(members[[best]], values[[best]], math.inf, False)
+    return trickle
+
+
 def test_a_bound_cut_short_is_retried_with_twice_the_budget_before_tailing_off():
     """The stagnation stop needs a finished exact call: one cut short by its budget (a valid
     but loose bound, ``exact`` false) is followed by another with twice the budget, until one
@@ -638,15 +652,7 @@ def test_a_bound_cut_short_is_retried_with_twice_the_budget_before_tailing_off()
                 return PricingResult(priced.columns, priced.values, priced.upper_bound + 1.0, False)
             return priced
 
-    order = np.random.default_rng(0).permutation(values.size)
-    calls = []
-
-    def trickle(lam):  # a heuristic that sees one more column per call, and has no bound
-        calls.append(lam)
-        seen = order[: 40 + len(calls)]
-        best = seen[np.argmax(values[seen] + members[seen] @ lam)]
-        return PricingResult(members[[best]], values[[best]], math.inf, False)
-
+    trickle = trickle_heuristic(values, members)
     start = [int(np.argmax(values))]
     result = column_generation(values[start], members[start], r, Budgeted(), heuristic=trickle,
                                gap=1e-9, tailing_off=(2, 0.99), max_iterations=400)
@@ -679,15 +685,7 @@ def test_tailing_off_needs_stagnation_over_several_finished_exact_calls():
         finished.append(lam)
         return PricingResult(priced.columns, priced.values, priced.upper_bound + 1.0, True)
 
-    order = np.random.default_rng(0).permutation(values.size)
-    calls = []
-
-    def trickle(lam):  # a heuristic that sees one more column per call, and has no bound
-        calls.append(lam)
-        seen = order[: 40 + len(calls)]
-        best = seen[np.argmax(values[seen] + members[seen] @ lam)]
-        return PricingResult(members[[best]], values[[best]], math.inf, False)
-
+    trickle = trickle_heuristic(values, members)
     start = [int(np.argmax(values))]
     result = column_generation(values[start], members[start], r, loose, heuristic=trickle,
                                gap=1e-9, tailing_off=(2, 0.99), max_iterations=2000)
