@@ -812,7 +812,7 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
                     heuristic: Callable[..., PricingResult] | None, smoother: _Smoothing,
                     certificate: _Certificate, lam: np.ndarray, mu: float, threshold: float,
                     feasible: bool, r: np.ndarray, stop_at: float, bound_budget: float | None,
-                    certified: Callable[[], bool] = lambda: False, wanted: float | None = None,
+                    *, certified: Callable[[], bool], wanted: float,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, PricingResult, bool]:
     """Price along the mis-pricing schedule ``λ_sep(α_0), λ_sep(α_1), …, λ_out`` and return the
     columns with reduced cost above ``threshold`` at the master's λ (``λ_out``), the last
@@ -828,7 +828,6 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
     proved).
     """
     n = r.size
-    wanted = 2 * threshold if wanted is None else wanted
     center = certificate.lam if feasible else None
     alphas = [0.0]
     if center is not None:
@@ -883,13 +882,20 @@ def _within(oracle: object, deadline: float, call: Callable[[], PricingResult]) 
 ENOUGH_SHARE = 0.9
 
 
+def _slack(lower: float, gap: float) -> float:
+    """``ENOUGH_SHARE·gap·|LB|``: how far above the best value ``LB`` a Lagrangian bound may
+    lie and still certify the requested gap (shared by :func:`_enough` and :func:`_wanted`,
+    whose argument needs the two to be the same)."""
+    return ENOUGH_SHARE * gap * max(abs(lower), 1e-12)
+
+
 def _enough(lower: float, gap: float, duals: np.ndarray, r: np.ndarray, caps: np.ndarray | None) -> float | None:
     """The pricing bound at ``duals`` that certifies the requested ``gap`` against the best
     value ``lower``: ``B − λ·r <= lower + ENOUGH_SHARE·gap·|lower|`` (``None`` while no
     feasible value is known).  An oracle that accepts it may stop once its bound is there."""
     if not math.isfinite(lower):
         return None
-    return lower + ENOUGH_SHARE * gap * max(abs(lower), 1e-12) + _lp.dual_offset(duals, r, caps)
+    return lower + _slack(lower, gap) + _lp.dual_offset(duals, r, caps)
 
 
 def _wanted(threshold: float, lower: float, gap: float) -> float:
@@ -904,7 +910,7 @@ def _wanted(threshold: float, lower: float, gap: float) -> float:
     """
     if not math.isfinite(lower):
         return 2 * threshold
-    return max(2 * threshold, ENOUGH_SHARE * gap * abs(lower))
+    return max(2 * threshold, _slack(lower, gap))
 
 
 def _target(mu: float, wanted: float, alpha: float, certificate: _Certificate) -> float:
