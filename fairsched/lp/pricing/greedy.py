@@ -36,6 +36,8 @@ from fairsched.utilities.base import SetFunction
 SWAP_LIMIT = 5_000
 #: sets remembered as local-search starts for later calls
 ARCHIVE = 500
+#: restarts from remembered sets always made, whatever ``GreedyPricing.restart_seconds`` allows
+MIN_RESTARTS = 3
 #: perturb-and-climb rounds of :meth:`GreedyPricing.perturbed` per exact pricing call
 PERTURBATIONS = 300
 
@@ -67,6 +69,8 @@ class GreedyPricing(PricingOracle):
         self.swap_deltas = swap_deltas
         self.max_swaps = 2 * k if max_swaps is None else max_swaps
         self.restarts = restarts
+        #: seconds the restarts beyond the first :data:`MIN_RESTARTS` may take per call
+        self.restart_seconds = math.inf
         self._archive: list[np.ndarray] = []
         self._archive_values: list[float] = []
         self._archive_keys: set[bytes] = set()
@@ -161,19 +165,25 @@ class GreedyPricing(PricingOracle):
             score = np.array(self._archive_values) + masks @ lam
             starts.extend(masks[np.argsort(-score)[: self.restarts]])
         columns = [chosen]
-        for start in starts:
+        began = time.perf_counter()
+        for count, start in enumerate(starts):
+            if count > MIN_RESTARTS and time.perf_counter() - began > self.restart_seconds:
+                break
             local, swaps = self._climb(start, lam, scale)
             columns.append(local)
             columns.extend(swaps)
         columns = np.array(columns)
         values = self.utility.values(columns)
         result = ranked(columns, values, lam, self.max_columns, upper_bound=bound, exact=False)
-        self._remember(result.columns[: self.restarts + 1], result.values[: self.restarts + 1])
+        kept = min(self.restarts, MIN_RESTARTS) + 1
+        self.remember(result.columns[:kept], result.values[:kept])
         best = float(result.values[0] + result.columns[0] @ lam)
         return PricingResult(result.columns, result.values, result.upper_bound,
                              exact=is_tight(best, result.upper_bound))
 
-    def _remember(self, columns: np.ndarray, values: np.ndarray) -> None:
+    def remember(self, columns: np.ndarray, values: np.ndarray) -> None:
+        """Keep these sets (with their ``f``) as local-search starts for later calls; the
+        oldest go first once the archive holds :data:`ARCHIVE`."""
         for row, value in zip(np.packbits(columns, axis=1), values):
             key = row.tobytes()
             if key not in self._archive_keys:
