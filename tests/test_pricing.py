@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fairsched.lp.pricing import greedy
 from fairsched.lp.pricing import (
     ConcavePricing,
     CoveragePricing,
@@ -295,3 +296,45 @@ def test_enough_stops_the_milp_at_a_certified_bound(kind: str) -> None:
         assert unreachable.exact
         assert float(unreachable.values[0] + unreachable.columns[0] @ lam) >= best_true - tol
     assert stopped >= 1  # on these seeds the root or a MILP round already certifies enough
+
+
+@pytest.mark.parametrize("kind", ["sqrt", "facility-location", "coverage"])
+def test_milp_sets_become_the_heuristics_starts(kind: str) -> None:
+    """Every set an exact call returns is remembered by its heuristic (which keeps only its
+    own best few), so the heuristic's next call at the same prices restarts from the exact
+    best set and is at least as good."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        n, k = 14, 5
+        utility = make_utility(kind, n, rng)
+        lam = random_lam(n, rng, 0.3)
+        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+        exact = oracle(lam)
+        assert exact.exact
+        best = float(exact.values[0] + exact.columns[0] @ lam)
+        assert exact.columns.shape[0] > 1 + greedy.MIN_RESTARTS
+        assert all(np.packbits(c).tobytes() in oracle.heuristic._archive_keys for c in exact.columns)
+        again = oracle.heuristic(lam)
+        assert float(again.values[0] + again.columns[0] @ lam) >= best - RTOL * max(1.0, abs(best))
+
+
+def test_restart_seconds_caps_the_restarts_beyond_the_first() -> None:
+    """With ``restart_seconds = 0`` the heuristic climbs from the greedy set and the first
+    :data:`MIN_RESTARTS` remembered sets only; without a cap, from all ``restarts`` of them."""
+    rng = np.random.default_rng(0)
+    n, k = 20, 4
+    utility = make_utility("sqrt", n, rng)
+    masks = np.zeros((40, n), dtype=bool)
+    for row in masks:
+        row[rng.choice(n, k, replace=False)] = True
+    climbs = {}
+    for cap in (0.0, math.inf):
+        oracle = GreedyPricing(utility, k, restarts=30)
+        oracle.remember(masks, utility.values(masks))
+        oracle.restart_seconds = cap
+        original = oracle._climb
+        calls = []
+        oracle._climb = lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
+        oracle(np.zeros(n))
+        climbs[cap] = len(calls)
+    assert climbs == {0.0: 1 + greedy.MIN_RESTARTS, math.inf: 31}
