@@ -40,6 +40,11 @@ and tailing-off over three finished exact calls (back to back against f3a1260, l
 mixture **optimal, 8.95e-5 in 95.2 s** (1.15e-2 tailing-off at 15.4 s), coverage optimal
 in 7.8 s (6.3 s), facility location 2.28e-2 tailing-off at 52.0 s (2.29e-2 at 22.4 s),
 concave sqrt 3.77e-4 (8.51e-4 tailing-off at 43.4 s), log1p 4.85e-4 (5.68e-4, 3.62e-4).
+With the MILP's sets handed to its heuristic as local-search starts and up to 30 restarts
+(2026-12-02, load 1.3-1.5): concave sqrt **optimal** in 96.7-101.4 s, log1p **optimal** in
+67.4-118.8 s (three runs each; 3.77e-4 and 9.66e-4 at the limit for the commit before,
+back to back), mixture optimal in 82.7 s, coverage optimal in 8.5 s, facility location
+2.22e-2 tailing-off at 115.8 s (``benchmarks/README.md``, "Restarts from the exact columns").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [CASE ...]
 """

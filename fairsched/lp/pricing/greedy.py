@@ -52,8 +52,10 @@ class GreedyPricing(PricingOracle):
     ``f(S − u + v) − f(S)`` (members ``u`` and outsiders ``v`` in increasing index order);
     without it the swaps are evaluated with ``utility.values`` when there are at most
     :data:`SWAP_LIMIT` of them.  Local search also restarts from the ``restarts`` sets it
-    returned before that score best under the new λ (an archive of :data:`ARCHIVE`); the
-    local optima and their best swaps are the returned columns.
+    returned before, or was given through :meth:`remember`, that score best under the new λ
+    (an archive of :data:`ARCHIVE`): the first :data:`MIN_RESTARTS` always, the others while
+    their climbs have taken less than :attr:`restart_seconds` in the call.  The local optima
+    and their best swaps are the returned columns.
     """
 
     name = "greedy"
