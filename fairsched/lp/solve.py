@@ -31,6 +31,7 @@ from fairsched.errors import (
 )
 from fairsched.lp.availability import availability_optimum
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.lp.pricing.schedule_search import better_start, schedule_search
 from fairsched.lp.result import Optimum
 from fairsched.problem import Problem
 from fairsched.solvers import (
@@ -57,6 +58,9 @@ METHODS = ("auto", "enumeration", "column-generation")
 #: on the MILP-priced kinds the lower bound climbs by about one column's worth per master
 #: solve (``benchmarks/bench_pricing.py``)
 PRICING_COLUMNS = 50
+#: share of the time limit by which the schedule search for a starting pool must end (it
+#: starts after the sample's own search, which may take a quarter)
+SCHEDULE_SHARE = 0.25
 
 Progress = Callable[[int, float, float, float], None]
 
@@ -279,11 +283,19 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     # the search for a better starting sample is optional: at most a quarter of the budget
     pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps,
                         deadline=None if time_limit is None else start + 0.25 * time_limit)
+    heuristic = getattr(oracle, "heuristic", None)
+    if heuristic is not None and problem.caps is None:
+        # where pricing needs a MILP the master climbs slowly from the sample: a whole
+        # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
+        schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
+                                   deadline=None if time_limit is None
+                                   else start + SCHEDULE_SHARE * time_limit, beat=pool.value())
+        pool = better_start(pool, schedule)
     guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses,
-                                   heuristic=getattr(oracle, "heuristic", None),
+                                   heuristic=heuristic,
                                    start_probabilities=pool.probabilities, caps=problem.caps)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None

@@ -77,7 +77,10 @@ class GreedyPricing(PricingOracle):
         self._archive_values: list[float] = []
         self._archive_keys: set[bytes] = set()
 
-    def _deltas(self, mask: np.ndarray) -> np.ndarray | None:
+    def swap_gains(self, mask: np.ndarray) -> np.ndarray | None:
+        """``f(S − u + v) − f(S)`` for the members ``u`` (rows) and outsiders ``v`` (columns) of
+        ``S = mask``, both in increasing index order; ``None`` when the utility has no
+        ``swap_deltas`` and the swaps are more than :data:`SWAP_LIMIT`."""
         if self.swap_deltas is not None:
             return self.swap_deltas(self.utility, mask)
         inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
@@ -130,7 +133,7 @@ class GreedyPricing(PricingOracle):
         chosen = chosen.copy()
         deltas = None
         for _ in range(self.max_swaps):
-            deltas = self._deltas(chosen)
+            deltas = self.swap_gains(chosen)
             if deltas is None or deltas.size == 0:
                 return chosen, []
             inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)

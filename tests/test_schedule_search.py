@@ -1,0 +1,211 @@
+"""The schedule search behind column generation's starting pool
+(:mod:`fairsched.lp.pricing.schedule_search`).
+
+Every schedule it builds meets the rounded-up floors (a property test over random floors,
+``Σ r = k`` exactly included); every swap it makes is the best one of its round, found by
+brute force over all single and paired swaps, and its bookkeeping (values, counts) matches a
+recomputation; the pool it returns is a distribution that meets ``r`` and is worth at least
+the schedule it started from; and column generation started from it still equals
+enumeration.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairsched
+from fairsched.lp.pricing import GreedyPricing, pricing_for
+from fairsched.lp.pricing.initial import StartingPool, initial_pool
+from fairsched.lp.pricing.schedule_search import (
+    _best_swap,
+    better_start,
+    floor_counts,
+    initial_schedule,
+    schedule_search,
+)
+from fairsched.problem import Problem
+from fairsched.solvers.columns import Columns
+from fairsched.utilities import ConcaveModular, Coverage, FacilityLocation
+
+
+def facility(n: int, points: int, seed: int) -> FacilityLocation:
+    rng = np.random.default_rng(seed)
+    strength = np.where(np.arange(n) < 2, 1.0, 0.3)
+    return FacilityLocation(rng.uniform(size=(points, n)) ** 2 * strength)
+
+
+def costly_floors(n: int, k: int, load: float = 0.8) -> np.ndarray:
+    """0.1 for the first two workers, the rest of ``load·k`` shared by the others."""
+    return np.array([0.1, 0.1] + [(load * k - 0.2) / (n - 2)] * (n - 2))
+
+
+def test_floor_counts_round_up_but_not_round_off():
+    assert floor_counts(np.array([0.1, 1 / 3, 0.0778, 0.0, 1.0]), 1600).tolist() == [160, 534, 125, 0, 1600]
+    assert floor_counts(np.array([1 / 3] * 3), 3).tolist() == [1, 1, 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 14), st.data())
+def test_initial_schedule_meets_every_count(n, data):
+    k = data.draw(st.integers(1, n - 1))
+    rounds = data.draw(st.integers(1, 60))
+    # random counts with Σ c <= k·T and c <= T, often with Σ c = k·T exactly
+    counts = np.array(data.draw(st.lists(st.integers(0, rounds), min_size=n, max_size=n)))
+    while counts.sum() > k * rounds:
+        counts[int(np.argmax(counts))] -= 1
+    if data.draw(st.booleans()):
+        order = np.argsort(counts)
+        for u in order:
+            counts[u] += min(rounds - counts[u], k * rounds - counts.sum())
+    utility = facility(n, 6, data.draw(st.integers(0, 10)))
+    masks = initial_schedule(utility, k, counts, rounds, np.random.default_rng(0))
+    assert masks.shape == (rounds, n)
+    assert (masks.sum(axis=1) == k).all()
+    assert (masks.sum(axis=0) >= counts).all()
+
+
+def test_sum_of_floors_equal_to_k_with_periodic_floors():
+    n, k = 10, 3
+    r = np.array([1 / 3] * 3 + [2 / 7] * 7)  # Σ r = 1 + 2 = k
+    utility = facility(n, 8, 1)
+    swap_gains = GreedyPricing(utility, k).swap_gains
+    pool = schedule_search(utility, k, r, swap_gains, rounds=21)
+    assert pool is not None
+    assert (pool.columns.marginals(pool.probabilities) >= r - 1e-12).all()
+    # 22 rounds cannot meet ⌈r_u·22⌉ for every u when Σ r = k: no schedule, no pool
+    assert schedule_search(utility, k, r, swap_gains, rounds=22) is None
+
+
+def brute_best_swap(utility, masks, counts, t, partner) -> float:
+    """The best gain of a single swap in round ``t`` (members with spare rounds only) or of a
+    paired swap with ``partner``, by evaluating every such pair of sets."""
+    chosen = masks.sum(axis=0)
+    f = lambda mask: float(utility.values(mask[None, :])[0])  # noqa: E731
+    base_t, base_p = f(masks[t]), f(masks[partner])
+    best = 0.0
+    for u, v in itertools.product(np.flatnonzero(masks[t]), np.flatnonzero(~masks[t])):
+        moved = masks[t].copy()
+        moved[u], moved[v] = False, True
+        gain = f(moved) - base_t
+        if chosen[u] > counts[u]:
+            best = max(best, gain)
+        if masks[partner, v] and not masks[partner, u]:
+            other = masks[partner].copy()
+            other[v], other[u] = False, True
+            best = max(best, gain + f(other) - base_p)
+    return best
+
+
+@pytest.mark.parametrize("kind", ["facility-location", "coverage", "concave"])
+@pytest.mark.parametrize("seed", range(4))
+def test_each_swap_is_the_best_and_its_bookkeeping_matches(kind, seed):
+    rng = np.random.default_rng(seed)
+    n, k, rounds = 9, 3, 12
+    if kind == "facility-location":
+        utility = facility(n, 7, seed)
+    elif kind == "coverage":
+        covers = rng.random((n, 20)) < 0.3
+        utility = Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, 20))
+    else:
+        utility = ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
+    method = {"facility-location": "facility-location", "coverage": "coverage", "concave": "concave"}[kind]
+    swap_gains = pricing_for(utility, k, method).heuristic.swap_gains
+    counts = floor_counts(costly_floors(n, k), rounds)
+    masks = initial_schedule(utility, k, counts, rounds, rng)
+    values = utility.values(masks)
+    chosen = masks.sum(axis=0)
+    for step in range(30):
+        t, partner = (int(x) for x in rng.choice(rounds, size=2, replace=False))
+        expected = brute_best_swap(utility, masks, counts, t, partner)
+        before = values.sum()
+        gain = _best_swap(masks, values, chosen, counts, t, partner, swap_gains, 1e-12)
+        assert gain == pytest.approx(expected, abs=1e-9)
+        assert values.sum() - before == pytest.approx(gain, abs=1e-9)
+        np.testing.assert_allclose(values, utility.values(masks), atol=1e-9)
+        assert (masks.sum(axis=1) == k).all()
+        np.testing.assert_array_equal(chosen, masks.sum(axis=0))
+        assert (chosen >= counts).all()
+
+
+def test_pool_is_a_feasible_distribution_worth_at_least_its_start():
+    n, k = 30, 4
+    utility = facility(n, 40, 3)
+    r = costly_floors(n, k)
+    rounds = 200
+    start = initial_schedule(utility, k, floor_counts(r, rounds), rounds, np.random.default_rng([0, 29]))
+    pool = schedule_search(utility, k, r, GreedyPricing(utility, k).swap_gains, rounds=rounds)
+    assert pool is not None
+    assert pool.probabilities.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (pool.columns.marginals(pool.probabilities) >= r - 1e-12).all()
+    np.testing.assert_allclose(pool.values, utility.values(pool.columns.to_masks()), rtol=1e-12)
+    assert len(np.unique(pool.columns.to_masks(), axis=0)) == len(pool.columns)
+    assert pool.value() > utility.values(start).mean() + 1e-6
+
+
+def test_no_pool_without_swap_values_or_a_feasible_schedule():
+    utility = facility(6, 5, 0)
+    r = costly_floors(6, 2)
+    assert schedule_search(utility, 2, r, lambda mask: None) is None
+    assert schedule_search(utility, 2, np.full(6, 0.5), GreedyPricing(utility, 2).swap_gains) is None
+
+
+def test_deadline_in_the_past_returns_the_initial_schedule():
+    n, k = 20, 3
+    utility = facility(n, 10, 2)
+    r = costly_floors(n, k)
+    pool = schedule_search(utility, k, r, GreedyPricing(utility, k).swap_gains, rounds=50, deadline=0.0)
+    start = initial_schedule(utility, k, floor_counts(r, 50), 50, np.random.default_rng([0, 29]))
+    assert pool.value() == pytest.approx(utility.values(start).mean(), rel=1e-12)
+
+
+def test_a_schedule_worth_less_than_beat_after_its_first_pass_is_abandoned():
+    n, k = 20, 3
+    utility = facility(n, 10, 5)
+    r = costly_floors(n, k)
+    swap_gains = GreedyPricing(utility, k).swap_gains
+    kept = schedule_search(utility, k, r, swap_gains, rounds=40, max_passes=1)
+    assert schedule_search(utility, k, r, swap_gains, rounds=40, max_passes=1,
+                           beat=kept.value() + 1e-9) is None
+    again = schedule_search(utility, k, r, swap_gains, rounds=40, max_passes=1, beat=kept.value() - 1e-9)
+    assert again.value() == kept.value()
+    np.testing.assert_array_equal(again.columns.to_masks(), kept.columns.to_masks())
+    # the deadline does not bypass it
+    assert schedule_search(utility, k, r, swap_gains, rounds=40, deadline=0.0, beat=np.inf) is None
+
+
+def test_better_start_keeps_both_pools_and_weights_the_better():
+    utility = facility(8, 6, 4)
+    low = StartingPool(Columns.from_sets([np.array([4, 5]), np.array([6, 7])], 8),
+                       utility.values(Columns.from_sets([np.array([4, 5]), np.array([6, 7])], 8).to_masks()),
+                       np.array([0.5, 0.5]))
+    high_sets = Columns.from_sets([np.array([0, 1])], 8)
+    high = StartingPool(high_sets, utility.values(high_sets.to_masks()), np.array([1.0]))
+    assert high.value() > low.value()
+    for first, second, weights in [(low, high, [0, 0, 1]), (high, low, [1, 0, 0])]:
+        merged = better_start(first, second)
+        assert len(merged.columns) == 3
+        np.testing.assert_array_equal(merged.probabilities, weights)
+        assert merged.value() == pytest.approx(high.value())
+    assert better_start(low, None) is low
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_column_generation_from_the_schedule_equals_enumeration(seed):
+    n, k = 12, 3
+    utility = facility(n, 15, seed)
+    r = costly_floors(n, k)
+    problem = Problem(utility=utility, k=k, r=r)
+    exact = fairsched.optimum(problem, method="enumeration")
+    generated = fairsched.optimum(problem, method="column-generation", pricing="facility-location",
+                                  gap=1e-9)
+    assert generated.value == pytest.approx(exact.value, rel=1e-7)
+    start = initial_pool(utility, k, r)
+    schedule = schedule_search(utility, k, r,
+                               pricing_for(utility, k, "facility-location").heuristic.swap_gains)
+    assert schedule is not None and schedule.value() <= exact.value + 1e-9
+    assert start.value() <= exact.value + 1e-9
