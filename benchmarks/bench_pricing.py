@@ -45,6 +45,11 @@ With the MILP's sets handed to its heuristic as local-search starts and up to 30
 67.4-118.8 s (three runs each; 3.77e-4 and 9.66e-4 at the limit for the commit before,
 back to back), mixture optimal in 82.7 s, coverage optimal in 8.5 s, facility location
 2.22e-2 tailing-off at 115.8 s (``benchmarks/README.md``, "Restarts from the exact columns").
+Starting from the schedule search (2026-12-03, back to back against e919be6): facility
+location **5.17e-3** tailing-off at 67.2 s (2.09e-2 at the limit), coverage optimal at
+iteration 0 in 6.8 s (7.5 s), mixture optimal in 94.3 and 79.6 s (85.9 s), concave sqrt and
+log1p optimal in 97.8 and 80.7 s (88.8 and 78.4 s; the search is dropped there)
+(``benchmarks/README.md``, "Schedule search for the starting pool").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [CASE ...]
 """

@@ -1,0 +1,137 @@
+"""Starting pools and Lagrangian bounds on the MILP-priced cases of ``bench_pricing.py``.
+
+Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
+
+    python benchmarks/bench_starting_pool.py starts [CASE ...]
+    python benchmarks/bench_starting_pool.py long CASE SECONDS
+    python benchmarks/bench_starting_pool.py segment CASE
+    python benchmarks/bench_starting_pool.py schedule-prices CASE
+
+- ``starts``: the value of the systematic sample (``initial_pool``) and of the schedule of
+  :mod:`fairsched.lp.pricing.schedule_search` when built, after each pass and at the end
+  (29 s for its passes);
+- ``long``: column generation with tailing-off disabled for ``SECONDS``, its bounds every
+  10 s;
+- ``segment``: a 120 s run, then the exact Lagrangian bound ``L(λ)`` (MILP to relative gap
+  1e-5) at ``θ·λ_relax + (1 − θ)·λ_master`` for ``θ = 0.95, 0.8, 0.5, 0``: the relaxation's
+  duals against the last master's;
+- ``schedule-prices``: ``L(λ)`` at prices read off the schedule: for a worker at its floor
+  (its share of rounds within ``1/T`` of ``r_u``), the weighted mean over its rounds of
+  ``max(0, max_v gain(u → v) + λ_v)``, iterated ten times from 0; 0 for the others.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fairsched  # noqa: E402
+import fairsched.lp.pricing.schedule_search as schedule_search  # noqa: E402
+import fairsched.lp.solve as solve  # noqa: E402
+from bench_pricing import GAP, TIME_LIMIT, problem  # noqa: E402
+from fairsched.lp.pricing import initial_pool, pricing_for  # noqa: E402
+
+SEARCH_SECONDS = 29.0
+
+
+def starts(case: str) -> None:
+    prob = problem(case)
+    r = np.asarray(prob.r, dtype=float)
+    oracle = pricing_for(prob.utility, prob.k, "auto")
+    print(f"{case}: systematic sample {initial_pool(prob.utility, prob.k, r).value():.6f}")
+    rounds = -(-schedule_search.PICKS_PER_WORKER * prob.n // prob.k)
+    first = schedule_search.initial_schedule(prob.utility, prob.k, schedule_search.floor_counts(r, rounds),
+                                             rounds, np.random.default_rng([0, 29]))
+    print(f"  schedule of {rounds} rounds, first {prob.utility.values(first).mean():.6f}")
+    for passes in (1, schedule_search.MAX_PASSES):
+        started = time.perf_counter()
+        pool = schedule_search.schedule_search(prob.utility, prob.k, r, oracle.heuristic.swap_gains,
+                                               max_passes=passes, deadline=started + SEARCH_SECONDS)
+        print(f"  after {'one pass' if passes == 1 else 'the search'}: {pool.value():.6f}, "
+              f"{len(pool.columns)} distinct sets, {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def long_run(case: str, seconds: float) -> None:
+    started, last = time.perf_counter(), [-np.inf]
+
+    def progress(iteration: int, lower: float, upper: float, gap: float) -> None:
+        now = time.perf_counter() - started
+        if now - last[0] >= 10:
+            last[0] = now
+            print(f"{now:7.1f} s  iteration {iteration:5d}  lower {lower:.6f}  upper {upper:.6f}  gap {gap:.3e}",
+                  flush=True)
+
+    original = solve.column_generation
+    solve.column_generation = functools.partial(original, tailing_off=None)
+    try:
+        opt = fairsched.optimum(problem(case), gap=GAP, time_limit=seconds, progress=progress)
+    finally:
+        solve.column_generation = original
+    print(f"{opt.status}: value {opt.value:.6f}, upper bound {opt.upper_bound:.6f}, gap {opt.gap:.3e}")
+
+
+def exact_bound(case: str, lam: np.ndarray) -> tuple[float, float]:
+    """``L(λ)`` certified by the MILP pricing (relative gap 1e-5) and its seconds."""
+    prob = problem(case)
+    oracle = pricing_for(prob.utility, prob.k, "auto")
+    oracle.set_rel_gap(1e-5)
+    started = time.perf_counter()
+    result = oracle(lam)
+    return result.upper_bound - lam @ np.asarray(prob.r, dtype=float), time.perf_counter() - started
+
+
+def segment(case: str) -> None:
+    prob = problem(case)
+    opt = fairsched.optimum(prob, gap=GAP, time_limit=TIME_LIMIT)
+    print(f"{TIME_LIMIT:g} s run: {opt.status}, value {opt.value:.6f}, upper bound {opt.upper_bound:.6f}")
+    relax = np.asarray(pricing_for(prob.utility, prob.k, "auto").relaxation_duals(np.asarray(prob.r)), float)
+    master = np.asarray(opt.master_fairness_price, dtype=float)
+    for theta in (1.0, 0.95, 0.8, 0.5, 0.0):
+        bound, seconds = exact_bound(case, theta * relax + (1 - theta) * master)
+        print(f"  theta {theta:4.2f}: L = {bound:.6f} ({seconds:.1f} s)", flush=True)
+
+
+def schedule_prices(case: str) -> None:
+    prob = problem(case)
+    r = np.asarray(prob.r, dtype=float)
+    oracle = pricing_for(prob.utility, prob.k, "auto")
+    pool = schedule_search.schedule_search(prob.utility, prob.k, r, oracle.heuristic.swap_gains,
+                                           deadline=time.perf_counter() + SEARCH_SECONDS)
+    rounds = -(-schedule_search.PICKS_PER_WORKER * prob.n // prob.k)
+    masks, weights = pool.columns.to_masks(), pool.probabilities
+    at_floor = pool.columns.marginals(weights) <= r + 1.0 / rounds + 1e-12
+    gains = [oracle.heuristic.swap_gains(mask) for mask in masks]
+    lam = np.zeros(prob.n)
+    for _ in range(10):
+        total, share = np.zeros(prob.n), np.zeros(prob.n)
+        for mask, weight, gain in zip(masks, weights, gains):
+            inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
+            total[inside] += weight * np.maximum(0.0, (gain + lam[outside][None, :]).max(axis=1))
+            share[inside] += weight
+        lam = np.where(at_floor & (share > 0), total / np.maximum(share, 1e-300), 0.0)
+    heuristic = oracle.heuristic(lam)
+    found = float((heuristic.values + heuristic.columns @ lam).max() - lam @ r)
+    bound, seconds = exact_bound(case, lam)
+    print(f"{case}: schedule {pool.value():.6f}; at its prices the heuristic's best set gives {found:.6f}, "
+          f"the exact L = {bound:.6f} ({seconds:.1f} s)")
+
+
+if __name__ == "__main__":
+    command, *rest = sys.argv[1:] or ["starts"]
+    if command == "starts":
+        for name in rest or ["facility-location", "coverage", "mixture", "concave-log1p"]:
+            starts(name)
+    elif command == "long":
+        long_run(rest[0], float(rest[1]))
+    elif command == "segment":
+        segment(rest[0])
+    elif command == "schedule-prices":
+        schedule_prices(rest[0])
+    else:
+        sys.exit(f"unknown command {command!r}: starts, long, segment or schedule-prices")
