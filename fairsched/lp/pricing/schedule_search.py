@@ -20,7 +20,9 @@ search builds a whole feasible schedule at once and improves its value directly:
    (no count changes), worth ``[f(S_t − u + v) − f(S_t)] + [f(S_t' − v + u) − f(S_t')]``.
    The best of either kind is made when it gains.  Passes visit the rounds in random order,
    each with one random partner, until a pass gains less than :data:`PASS_GAIN` of the
-   schedule's value, after :data:`MAX_PASSES`, or at the deadline.  The swap values of a
+   schedule's value, after :data:`MAX_PASSES` passes or :data:`MAX_SWAP_VALUES` swap
+   values, or at the deadline; a schedule worth less than another starting distribution
+   after its first pass is dropped (``beat`` of :func:`schedule_search`).  The swap values of a
    round are one call of the pricing heuristic's
    :meth:`~fairsched.lp.pricing.greedy.GreedyPricing.swap_gains` (``O(points·n)`` for
    facility location), so a step is two such calls.
