@@ -6,6 +6,7 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
     python benchmarks/bench_starting_pool.py long CASE SECONDS
     python benchmarks/bench_starting_pool.py segment CASE
     python benchmarks/bench_starting_pool.py schedule-prices CASE
+    python benchmarks/bench_starting_pool.py subgradient CASE
 
 - ``starts``: the value of the systematic sample (``initial_pool``) and of the schedule of
   :mod:`fairsched.lp.pricing.schedule_search` when built, after each pass and at the end
@@ -15,6 +16,10 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
 - ``segment``: a 120 s run, then the exact Lagrangian bound ``L(λ)`` (MILP to relative gap
   1e-5) at ``θ·λ_relax + (1 − θ)·λ_master`` for ``θ = 0.95, 0.8, 0.5, 0``: the relaxation's
   duals against the last master's;
+- ``subgradient``: 1,000 projected subgradient steps on ``L`` from ``λ_relax`` with the
+  pricing heuristic in place of the exact maximum (Polyak steps of half the distance to
+  the target 178.35, the master's value), then the exact ``L`` at the step where the
+  heuristic's ``L`` was least and at the average of the last 500 steps;
 - ``schedule-prices``: ``L(λ)`` at prices read off the schedule: for a worker at its floor
   (its share of rounds within ``1/T`` of ``r_u``), the weighted mean over its rounds of
   ``max(0, max_v gain(u → v) + λ_v)``, iterated ten times from 0; 0 for the others.
@@ -122,6 +127,30 @@ def schedule_prices(case: str) -> None:
           f"the exact L = {bound:.6f} ({seconds:.1f} s)")
 
 
+def subgradient(case: str, steps: int = 1000, target: float = 178.35) -> None:
+    prob = problem(case)
+    r = np.asarray(prob.r, dtype=float)
+    heuristic = pricing_for(prob.utility, prob.k, "auto").heuristic
+    lam = np.asarray(pricing_for(prob.utility, prob.k, "auto").relaxation_duals(r), float)
+    least, average = (np.inf, lam.copy()), np.zeros_like(lam)
+    for step in range(steps):
+        found = heuristic(lam)
+        scores = found.values + found.columns @ lam
+        best = int(np.argmax(scores))
+        estimate = float(scores[best] - lam @ r)
+        if estimate < least[0]:
+            least = (estimate, lam.copy())
+        direction = found.columns[best].astype(float) - r
+        lam = np.maximum(0.0, lam - 0.5 * (estimate - target) / (direction @ direction) * direction)
+        if step >= steps // 2:
+            average += lam / (steps - steps // 2)
+    for name, point in (("least heuristic L", least[1]), ("average", average)):
+        found = heuristic(point)
+        estimate = float((found.values + found.columns @ point).max() - point @ r)
+        bound, seconds = exact_bound(case, point)
+        print(f"{case}, {name}: heuristic L {estimate:.6f}, exact L {bound:.6f} ({seconds:.1f} s)", flush=True)
+
+
 if __name__ == "__main__":
     command, *rest = sys.argv[1:] or ["starts"]
     if command == "starts":
@@ -133,5 +162,7 @@ if __name__ == "__main__":
         segment(rest[0])
     elif command == "schedule-prices":
         schedule_prices(rest[0])
+    elif command == "subgradient":
+        subgradient(rest[0])
     else:
-        sys.exit(f"unknown command {command!r}: starts, long, segment or schedule-prices")
+        sys.exit(f"unknown command {command!r}: starts, long, segment, schedule-prices or subgradient")
