@@ -51,7 +51,7 @@ iteration 0 in 6.8 s (7.5 s), mixture optimal in 94.3 and 79.6 s (85.9 s), conca
 log1p optimal in 97.8 and 80.7 s (88.8 and 78.4 s; the search is dropped there)
 (``benchmarks/README.md``, "Schedule search for the starting pool").
 
-    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [CASE ...]
+    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [CASE ...]
 """
 
 from __future__ import annotations
@@ -123,11 +123,39 @@ def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, 
     return opt, seen["lam"], float(seen["at"]), float(seen["t"])
 
 
-def solve(case: str, time_limit: float = TIME_LIMIT) -> dict[str, Any]:
-    """Solve one case; the figures printed and returned."""
+def traced(started: float) -> tuple[Any, Any]:
+    """A ``progress`` callback printing every iteration's bounds, and a wrapper of
+    ``MilpPricing.__call__`` printing when each exact call began, how long it took and
+    whether it had a target (seconds from ``started``)."""
+    original = milp.MilpPricing.__call__
+
+    def call(self, lam, *args, **kwargs):
+        began = time.perf_counter()
+        result = original(self, lam, *args, **kwargs)
+        print(f"    exact call at {began - started:6.1f} s took {time.perf_counter() - began:6.1f} s, "
+              f"target {'yes' if kwargs.get('target') is not None else 'no'}, exact {result.exact}",
+              flush=True)
+        return result
+
+    def progress(iteration, lower, upper, gap):
+        print(f"  {time.perf_counter() - started:6.1f} s  iteration {iteration:4d}  lower {lower:.6f}  "
+              f"upper {upper:.6f}  gap {gap:.3e}", flush=True)
+
+    return progress, call
+
+
+def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False) -> dict[str, Any]:
+    """Solve one case; the figures printed and returned (``trace``: also every iteration and
+    every exact pricing call)."""
     prob = problem(case)
     wall, cpu = time.perf_counter(), time.process_time()
-    opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit)
+    progress, original = None, milp.MilpPricing.__call__
+    if trace:
+        progress, milp.MilpPricing.__call__ = traced(wall)
+    try:
+        opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit, progress=progress)
+    finally:
+        milp.MilpPricing.__call__ = original
     row = {"case": case, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
            "cpu": time.process_time() - cpu, "gap": opt.gap, "status": opt.status,
            "iterations": opt.iterations, "method": opt.method, "value": opt.value,
@@ -152,6 +180,8 @@ if __name__ == "__main__":
                              "of the comparison in benchmarks/README.md)")
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="S",
                         help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print every iteration's bounds and every exact pricing call")
     args = parser.parse_args()
     unknown = [name for name in args.cases if name not in CASES]
     if unknown:
@@ -161,4 +191,4 @@ if __name__ == "__main__":
 
         greedy.PERTURBATIONS = args.perturbations
     for name in args.cases or list(CASES):
-        solve(name, args.time_limit)
+        solve(name, args.time_limit, args.trace)
