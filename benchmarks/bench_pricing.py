@@ -123,8 +123,23 @@ def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, 
     return opt, seen["lam"], float(seen["at"]), float(seen["t"])
 
 
+def printed_progress(started: float, every: float = 0.0) -> Any:
+    """A ``progress`` callback printing the bounds, at most once per ``every`` seconds
+    (seconds from ``started``)."""
+    last = [-np.inf]
+
+    def progress(iteration, lower, upper, gap):
+        now = time.perf_counter() - started
+        if now - last[0] >= every:
+            last[0] = now
+            print(f"  {now:6.1f} s  iteration {iteration:5d}  lower {lower:.6f}  upper {upper:.6f}  "
+                  f"gap {gap:.3e}", flush=True)
+
+    return progress
+
+
 def traced(started: float) -> tuple[Any, Any]:
-    """A ``progress`` callback printing every iteration's bounds, and a wrapper of
+    """:func:`printed_progress` for every iteration, and a wrapper of
     ``MilpPricing.__call__`` printing when each exact call began, how long it took and
     whether it had a target (seconds from ``started``)."""
     original = milp.MilpPricing.__call__
@@ -137,11 +152,7 @@ def traced(started: float) -> tuple[Any, Any]:
               flush=True)
         return result
 
-    def progress(iteration, lower, upper, gap):
-        print(f"  {time.perf_counter() - started:6.1f} s  iteration {iteration:4d}  lower {lower:.6f}  "
-              f"upper {upper:.6f}  gap {gap:.3e}", flush=True)
-
-    return progress, call
+    return printed_progress(started), call
 
 
 def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False) -> dict[str, Any]:

@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fairsched  # noqa: E402
 import fairsched.lp.pricing.schedule_search as schedule_search  # noqa: E402
 import fairsched.lp.solve as solve  # noqa: E402
-from bench_pricing import GAP, TIME_LIMIT, problem  # noqa: E402
+from bench_pricing import GAP, TIME_LIMIT, printed_progress, problem  # noqa: E402
 from fairsched.lp.pricing import initial_pool, pricing_for  # noqa: E402
+from fairsched.problem import Problem  # noqa: E402
 
 SEARCH_SECONDS = 29.0
 
@@ -50,7 +51,7 @@ def starts(case: str) -> None:
     r = np.asarray(prob.r, dtype=float)
     oracle = pricing_for(prob.utility, prob.k, "auto")
     print(f"{case}: systematic sample {initial_pool(prob.utility, prob.k, r).value():.6f}")
-    rounds = -(-schedule_search.PICKS_PER_WORKER * prob.n // prob.k)
+    rounds = schedule_search.default_rounds(prob.n, prob.k)
     first = schedule_search.initial_schedule(prob.utility, prob.k, schedule_search.floor_counts(r, rounds),
                                              rounds, np.random.default_rng([0, 29]))
     print(f"  schedule of {rounds} rounds, first {prob.utility.values(first).mean():.6f}")
@@ -63,15 +64,7 @@ def starts(case: str) -> None:
 
 
 def long_run(case: str, seconds: float) -> None:
-    started, last = time.perf_counter(), [-np.inf]
-
-    def progress(iteration: int, lower: float, upper: float, gap: float) -> None:
-        now = time.perf_counter() - started
-        if now - last[0] >= 10:
-            last[0] = now
-            print(f"{now:7.1f} s  iteration {iteration:5d}  lower {lower:.6f}  upper {upper:.6f}  gap {gap:.3e}",
-                  flush=True)
-
+    progress = printed_progress(time.perf_counter(), every=10.0)
     original = solve.column_generation
     solve.column_generation = functools.partial(original, tailing_off=None)
     try:
@@ -81,9 +74,8 @@ def long_run(case: str, seconds: float) -> None:
     print(f"{opt.status}: value {opt.value:.6f}, upper bound {opt.upper_bound:.6f}, gap {opt.gap:.3e}")
 
 
-def exact_bound(case: str, lam: np.ndarray) -> tuple[float, float]:
-    """``L(λ)`` certified by the MILP pricing (relative gap 1e-5) and its seconds."""
-    prob = problem(case)
+def exact_bound(prob: Problem, lam: np.ndarray) -> tuple[float, float]:
+    """``L(λ)`` certified by a fresh MILP pricing (relative gap 1e-5) and its seconds."""
     oracle = pricing_for(prob.utility, prob.k, "auto")
     oracle.set_rel_gap(1e-5)
     started = time.perf_counter()
@@ -98,7 +90,7 @@ def segment(case: str) -> None:
     relax = np.asarray(pricing_for(prob.utility, prob.k, "auto").relaxation_duals(np.asarray(prob.r)), float)
     master = np.asarray(opt.master_fairness_price, dtype=float)
     for theta in (1.0, 0.95, 0.8, 0.5, 0.0):
-        bound, seconds = exact_bound(case, theta * relax + (1 - theta) * master)
+        bound, seconds = exact_bound(prob, theta * relax + (1 - theta) * master)
         print(f"  theta {theta:4.2f}: L = {bound:.6f} ({seconds:.1f} s)", flush=True)
 
 
@@ -108,7 +100,7 @@ def schedule_prices(case: str) -> None:
     oracle = pricing_for(prob.utility, prob.k, "auto")
     pool = schedule_search.schedule_search(prob.utility, prob.k, r, oracle.heuristic.swap_gains,
                                            deadline=time.perf_counter() + SEARCH_SECONDS)
-    rounds = -(-schedule_search.PICKS_PER_WORKER * prob.n // prob.k)
+    rounds = schedule_search.default_rounds(prob.n, prob.k)
     masks, weights = pool.columns.to_masks(), pool.probabilities
     at_floor = pool.columns.marginals(weights) <= r + 1.0 / rounds + 1e-12
     gains = [oracle.heuristic.swap_gains(mask) for mask in masks]
@@ -122,7 +114,7 @@ def schedule_prices(case: str) -> None:
         lam = np.where(at_floor & (share > 0), total / np.maximum(share, 1e-300), 0.0)
     heuristic = oracle.heuristic(lam)
     found = float((heuristic.values + heuristic.columns @ lam).max() - lam @ r)
-    bound, seconds = exact_bound(case, lam)
+    bound, seconds = exact_bound(prob, lam)
     print(f"{case}: schedule {pool.value():.6f}; at its prices the heuristic's best set gives {found:.6f}, "
           f"the exact L = {bound:.6f} ({seconds:.1f} s)")
 
@@ -130,8 +122,9 @@ def schedule_prices(case: str) -> None:
 def subgradient(case: str, steps: int = 1000, target: float = 178.35) -> None:
     prob = problem(case)
     r = np.asarray(prob.r, dtype=float)
-    heuristic = pricing_for(prob.utility, prob.k, "auto").heuristic
-    lam = np.asarray(pricing_for(prob.utility, prob.k, "auto").relaxation_duals(r), float)
+    oracle = pricing_for(prob.utility, prob.k, "auto")
+    heuristic = oracle.heuristic
+    lam = np.asarray(oracle.relaxation_duals(r), float)
     least, average = (np.inf, lam.copy()), np.zeros_like(lam)
     for step in range(steps):
         found = heuristic(lam)
@@ -147,7 +140,7 @@ def subgradient(case: str, steps: int = 1000, target: float = 178.35) -> None:
     for name, point in (("least heuristic L", least[1]), ("average", average)):
         found = heuristic(point)
         estimate = float((found.values + found.columns @ point).max() - point @ r)
-        bound, seconds = exact_bound(case, point)
+        bound, seconds = exact_bound(prob, point)
         print(f"{case}, {name}: heuristic L {estimate:.6f}, exact L {bound:.6f} ({seconds:.1f} s)", flush=True)
 
 

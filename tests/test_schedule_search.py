@@ -113,8 +113,7 @@ def test_each_swap_is_the_best_and_its_bookkeeping_matches(kind, seed):
         utility = Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, 20))
     else:
         utility = ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
-    method = {"facility-location": "facility-location", "coverage": "coverage", "concave": "concave"}[kind]
-    swap_gains = pricing_for(utility, k, method).heuristic.swap_gains
+    swap_gains = pricing_for(utility, k, kind).heuristic.swap_gains
     counts = floor_counts(costly_floors(n, k), rounds)
     masks = initial_schedule(utility, k, counts, rounds, rng)
     values = utility.values(masks)
@@ -180,9 +179,8 @@ def test_a_schedule_worth_less_than_beat_after_its_first_pass_is_abandoned():
 
 def test_better_start_keeps_both_pools_and_weights_the_better():
     utility = facility(8, 6, 4)
-    low = StartingPool(Columns.from_sets([np.array([4, 5]), np.array([6, 7])], 8),
-                       utility.values(Columns.from_sets([np.array([4, 5]), np.array([6, 7])], 8).to_masks()),
-                       np.array([0.5, 0.5]))
+    low_sets = Columns.from_sets([np.array([4, 5]), np.array([6, 7])], 8)
+    low = StartingPool(low_sets, utility.values(low_sets.to_masks()), np.array([0.5, 0.5]))
     high_sets = Columns.from_sets([np.array([0, 1])], 8)
     high = StartingPool(high_sets, utility.values(high_sets.to_masks()), np.array([1.0]))
     assert high.value() > low.value()

@@ -170,6 +170,27 @@ def column_values(utility: SetFunction, columns: Columns) -> np.ndarray:
     return out
 
 
+def priority_order(utility: SetFunction, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(greedy set, workers by decreasing ``f({u})``, the greedy workers in that order
+    followed by the others in that order).
+
+    ``f({u}) = utility.gains(∅)`` since ``f(∅) = 0``.  The last order is the one in which
+    spare selection probability (:func:`starting_point`) and spare places in a round
+    (:func:`~fairsched.lp.pricing.schedule_search.initial_schedule`) are handed out.
+    """
+    if type(utility) is AccuracyUtility:
+        # f(S) = g(L(S)) with g increasing: every greedy step takes the largest size left, so
+        # the greedy set is the k largest sizes (O(n log n), not k gains passes of O(n))
+        greedy = np.sort(np.argsort(-utility.sizes, kind="stable")[:k]).astype(np.int64)
+    else:
+        greedy = greedy_complete(utility, k)
+    singles = np.asarray(utility.gains(np.zeros(0, dtype=np.int64)), dtype=float)
+    rank = np.argsort(-singles, kind="stable")
+    in_greedy = np.zeros(utility.n, dtype=bool)
+    in_greedy[greedy] = True
+    return greedy, rank, np.concatenate([rank[in_greedy[rank]], rank[~in_greedy[rank]]])
+
+
 def starting_point(utility: SetFunction, k: int, r: np.ndarray,
                    caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(greedy set, inclusion probabilities ``x``, layout order) of the starting sample.
@@ -181,17 +202,7 @@ def starting_point(utility: SetFunction, k: int, r: np.ndarray,
     n = utility.n
     r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
     upper = np.ones(n) if caps is None else np.clip(np.asarray(caps, dtype=float), r, 1.0)
-    if type(utility) is AccuracyUtility:
-        # f(S) = g(L(S)) with g increasing: every greedy step takes the largest size left, so
-        # the greedy set is the k largest sizes (O(n log n), not k gains passes of O(n))
-        greedy = np.sort(np.argsort(-utility.sizes, kind="stable")[:k]).astype(np.int64)
-    else:
-        greedy = greedy_complete(utility, k)
-    singles = np.asarray(utility.gains(np.zeros(0, dtype=np.int64)), dtype=float)
-    rank = np.argsort(-singles, kind="stable")
-    in_greedy = np.zeros(n, dtype=bool)
-    in_greedy[greedy] = True
-    priority = np.concatenate([rank[in_greedy[rank]], rank[~in_greedy[rank]]])
+    greedy, rank, priority = priority_order(utility, k)
     room = (upper - r)[priority]
     spare = max(0.0, k - float(r.sum()))
     # fill in priority order: each takes min(room, what is left), vectorised by cumulative sums

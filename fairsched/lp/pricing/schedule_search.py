@@ -40,9 +40,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fairsched.lp.pricing.initial import StartingPool
+from fairsched.lp.pricing.initial import StartingPool, priority_order
 from fairsched.solvers.columns import Columns
-from fairsched.submodular.greedy import greedy_complete
 from fairsched.utilities.base import SetFunction
 
 #: rounds ``T`` are chosen so that the average worker is picked about this often: rounding
@@ -66,6 +65,11 @@ PASS_GAIN = 1e-4
 SwapGains = Callable[[np.ndarray], "np.ndarray | None"]
 
 
+def default_rounds(n: int, k: int) -> int:
+    """``T = ⌈PICKS_PER_WORKER·n/k⌉``, at most ``MAX_CELLS / n``."""
+    return min(-(-PICKS_PER_WORKER * n // max(1, k)), MAX_CELLS // max(1, n))
+
+
 def floor_counts(r: np.ndarray, rounds: int) -> np.ndarray:
     """``c_u = ⌈r_u·T⌉``, without the round-up a floating-point product just above an
     integer would cause (``0.1·1600 = 160.00000000000003``)."""
@@ -78,11 +82,7 @@ def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: i
     ``counts[u]`` times (step 1 of the module docstring); requires ``Σ counts <= k·rounds``
     and ``counts <= rounds``."""
     n = utility.n
-    greedy = greedy_complete(utility, k)
-    singles = utility.gains(np.zeros(0, dtype=np.int64))
-    by_single = np.argsort(-singles, kind="stable")
-    fill_order = np.concatenate([greedy[np.argsort(-singles[greedy], kind="stable")],
-                                 by_single[~np.isin(by_single, greedy)]])
+    _, _, fill_order = priority_order(utility, k)
     # ties among equal deficits go to a fixed random order, so alike workers take turns
     tie_order = rng.permutation(n)
     deficit = counts.astype(np.int64).copy()
@@ -109,7 +109,7 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     """The schedule of the module docstring as a starting pool: its distinct sets, each
     weighted by the share of rounds it fills, and their ``f``.
 
-    ``rounds`` defaults to ``⌈PICKS_PER_WORKER·n/k⌉`` (at most ``MAX_CELLS / n``).  Returns
+    ``rounds`` defaults to :func:`default_rounds`.  Returns
     ``None`` when no schedule of that many rounds meets the rounded-up floors (``Σ ⌈r_u·T⌉ >
     k·T``, e.g. ``Σ r = k`` with floors that do not divide ``T``), when a round's swap
     values would exceed :data:`MAX_SWAPS` or ``swap_gains`` gives none.  The swaps stop
@@ -124,7 +124,7 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     n = utility.n
     r = np.asarray(r, dtype=float)
     if rounds is None:
-        rounds = min(-(-PICKS_PER_WORKER * n // max(1, k)), MAX_CELLS // max(1, n))
+        rounds = default_rounds(n, k)
     if rounds < 1 or not 0 < k < n or k * (n - k) > MAX_SWAPS:
         return None
     counts = floor_counts(r, rounds)
