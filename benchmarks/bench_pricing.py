@@ -50,8 +50,13 @@ location **5.17e-3** tailing-off at 67.2 s (2.09e-2 at the limit), coverage opti
 iteration 0 in 6.8 s (7.5 s), mixture optimal in 94.3 and 79.6 s (85.9 s), concave sqrt and
 log1p optimal in 97.8 and 80.7 s (88.8 and 78.4 s; the search is dropped there)
 (``benchmarks/README.md``, "Schedule search for the starting pool").
+With the pricing MILP's cut pool trimmed to 1,000 rows between calls (2026-12-03, against
+fce399c, back to back): concave log1p optimal in 61.2-72.5 s in five runs (the commit before:
+120.0 s, 73.1 s, and 1.01e-4 and 1.07e-3 at the limit), sqrt in 39.1 and 50.8 s, mixture in
+95.2, 81.4 and 86.3 s (102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
+coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
 
-    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [CASE ...]
+    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--cut-pool-rows N] [CASE ...]
 """
 
 from __future__ import annotations
@@ -193,6 +198,10 @@ if __name__ == "__main__":
                         help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
     parser.add_argument("--trace", action="store_true",
                         help="print every iteration's bounds and every exact pricing call")
+    parser.add_argument("--cut-pool-rows", type=int, metavar="N",
+                        help=f"cuts the pricing MILP keeps across calls (default {milp.CUT_POOL_ROWS}; 0 keeps "
+                             "only those used in the call before, a huge N keeps all: the policies compared "
+                             "in benchmarks/README.md, \"Cut pool\")")
     args = parser.parse_args()
     unknown = [name for name in args.cases if name not in CASES]
     if unknown:
@@ -201,5 +210,7 @@ if __name__ == "__main__":
         import fairsched.lp.pricing.greedy as greedy
 
         greedy.PERTURBATIONS = args.perturbations
+    if args.cut_pool_rows is not None:
+        milp.CUT_POOL_ROWS = args.cut_pool_rows
     for name in args.cases or list(CASES):
         solve(name, args.time_limit, args.trace)

@@ -16,10 +16,13 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fairsched.lp.pricing import greedy
+from fairsched.lp.pricing import milp
+from fairsched.lp.pricing.milp import MilpModel
 from fairsched.lp.pricing import (
     ConcavePricing,
     CoveragePricing,
@@ -338,3 +341,85 @@ def test_restart_seconds_caps_the_restarts_beyond_the_first() -> None:
         oracle(np.zeros(n))
         climbs[cap] = len(calls)
     assert climbs == {0.0: 1 + greedy.MIN_RESTARTS, math.inf: 31}
+
+
+def test_cut_pool_drops_idle_cuts_least_recently_used_first() -> None:
+    """Rows before ``freeze`` stay; the cuts binding at a noted solution (or added) since the
+    last drop stay; idle ones go, oldest first, until the pool is within the limit, are deleted
+    from HiGHS (the survivors keep their bounds, in order) and their keys may be added again;
+    a duplicate key adds nothing; without a solution noted since the last drop nothing goes."""
+    model = MilpModel(3, 1)
+    model.add_rows(np.array([5.0]), sp.csr_array(np.array([[1.0, 1.0, 1.0]])))
+    model.freeze()
+    permanent = model.num_row
+
+    def cuts(keys: list[str], upper: list[float]) -> int:
+        return model.add_cuts(keys, np.array(upper), sp.csr_array(np.eye(3)[: len(keys)]))
+
+    def slack_everywhere() -> None:
+        model.note_binding(np.full(model.num_row, -10.0))
+
+    assert cuts(["a", "b", "c"], [1.0, 2.0, 3.0]) == 3
+    assert cuts(["b", "d"], [2.0, 4.0]) == 1
+    assert model.num_cuts == 4 and model.num_row == permanent + 4
+    activity = np.zeros(permanent + 4)
+    activity[permanent:] = [1.0, 0.5, 3.0 - 1e-12, 0.0]  # "a" and "c" binding
+    model.note_binding(activity)
+    assert model.drop_idle_cuts(limit=0) == 0  # all four were added since the last drop
+    model.note_binding(activity)
+    assert model.drop_idle_cuts(limit=0) == 2  # now "b" and "d" are idle
+    assert model.num_cuts == 2 and model.num_row == permanent + 2
+    np.testing.assert_array_equal(model.h.getLp().row_upper_[permanent:], [1.0, 3.0])
+    assert cuts(["a", "b"], [1.0, 2.0]) == 1  # "b" was dropped, "a" is still there
+    assert model.drop_idle_cuts(limit=0) == 0  # no solution noted since the last drop
+    slack_everywhere()
+    assert model.drop_idle_cuts(limit=5) == 0  # within the limit: nothing goes
+    assert cuts(["e"], [6.0]) == 1
+    slack_everywhere()
+    # idle: "a", "c" (binding two drops ago) and "b" (added one drop ago); one must go, the oldest
+    assert model.drop_idle_cuts(limit=3) == 1
+    np.testing.assert_array_equal(model.h.getLp().row_upper_[permanent:], [3.0, 2.0, 6.0])
+    slack_everywhere()
+    assert model.drop_idle_cuts(limit=0) == 3
+    assert model.num_row == permanent and model.num_cuts == 0
+
+
+@pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
+def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
+    """The cuts binding at the cut LP relaxation's optimum are kept: after dropping the rest,
+    the relaxation has the same optimum and needs no new cut (a dropped binding cut would
+    show as a new one)."""
+    dropped = 0
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        n, k = 14, 5
+        utility = make_utility(kind, n, rng)
+        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+        lam = random_lam(n, rng, 0.3)
+        oracle.h.changeColsCost(n, np.arange(n, dtype=np.int32), oracle.x_cost + lam)
+        bound = oracle._relaxation_rounds(math.inf)
+        if oracle.model.num_cuts == 0:
+            continue
+        assert oracle.model.drop_idle_cuts(limit=0) == 0  # every cut is new: none idle yet
+        cuts = oracle.stats["cuts"]
+        assert oracle._relaxation_rounds(math.inf) == pytest.approx(bound, rel=1e-9, abs=1e-9)
+        dropped += oracle.model.drop_idle_cuts(limit=0)  # those not binding at that optimum
+        assert oracle._relaxation_rounds(math.inf) == pytest.approx(bound, rel=1e-9, abs=1e-9)
+        assert oracle.stats["cuts"] == cuts
+    assert dropped > 0
+
+
+@pytest.mark.parametrize("kind", ["log1p", "facility-location"])
+def test_exact_calls_stay_exact_while_the_pool_is_purged(kind: str, monkeypatch) -> None:
+    """Ten calls on one oracle at moving prices, with a pool that keeps no idle cut: every
+    call exact against brute force, and idle cuts were dropped along the way."""
+    monkeypatch.setattr(milp, "CUT_POOL_ROWS", 0)
+    rng = np.random.default_rng(7)
+    n, k = 12, 4
+    utility = make_utility(kind, n, rng)
+    oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+    lam = random_lam(n, rng, 0.3)
+    for _ in range(10):
+        lam = np.maximum(0.0, lam + rng.normal(0.0, 0.1, n))
+        check(oracle, utility, k, lam, must_be_exact=True)
+    assert oracle.stats["dropped"] > 0

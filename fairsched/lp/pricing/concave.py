@@ -133,7 +133,6 @@ class ConcaveTerm(Term):
         positive = np.where(W > 0, W, np.inf)
         self.least = positive.min(axis=1)
         self.k = k
-        self._seen: set[tuple[int, float]] = set()
 
     def build(self, model: MilpModel, weight: float) -> None:
         J = self.rows.size
@@ -156,7 +155,7 @@ class ConcaveTerm(Term):
         zero = np.flatnonzero(self.lo <= 0)
         if zero.size:  # the chord through 0 and the least positive entry (module docstring)
             slope = self.form.phi(self.least[zero], self.rows[zero]) / self.least[zero]
-            self._add(model, zero, np.zeros(zero.size), slope, np.zeros(zero.size))
+            model.add_rows(np.zeros(zero.size), self._rows(model, zero, slope))
         points = []
         for i in range(J):
             start = max(self.lo[i], self.least[i])
@@ -168,25 +167,25 @@ class ConcaveTerm(Term):
         self._tangents(model, terms, np.concatenate(points))
 
     def _tangents(self, model: MilpModel, terms: np.ndarray, at: np.ndarray) -> int:
-        fresh = [(int(i), float(p)) not in self._seen and p > 0 for i, p in zip(terms, at)]
-        terms, at = terms[np.array(fresh, dtype=bool)], at[np.array(fresh, dtype=bool)]
+        """The tangents of the terms ``terms`` at the points ``at`` (each keyed by both, so
+        none is added twice; cuts of the model's pool after the build)."""
+        positive = at > 0
+        terms, at = terms[positive], at[positive]
         if terms.size == 0:
             return 0
-        self._seen.update((int(i), float(p)) for i, p in zip(terms, at))
         rows = self.rows[terms]
         value = self.form.phi(at, rows)
         slope = self.form.dphi(at, rows)
-        return self._add(model, terms, at, slope, value)
+        keys = [(self, int(i), float(p)) for i, p in zip(terms, at)]
+        return model.add_cuts(keys, value - slope * at, self._rows(model, terms, slope))
 
-    def _add(self, model: MilpModel, terms: np.ndarray, at: np.ndarray, slope: np.ndarray,
-             value: np.ndarray) -> int:
-        """Rows ``t_j − slope·a_j <= value − slope·at`` for each (term, point)."""
+    def _rows(self, model: MilpModel, terms: np.ndarray, slope: np.ndarray) -> sp.csr_array:
+        """Left-hand sides ``t_j − slope·a_j`` for each (term, slope)."""
         m = terms.size
-        matrix = sp.csr_array((np.concatenate([np.ones(m), -slope]),
-                               (np.concatenate([np.arange(m), np.arange(m)]),
-                                np.concatenate([self.t[terms], self.a[terms]]))),
-                              shape=(m, model.num_col))
-        return model.add_rows(value - slope * at, matrix)
+        return sp.csr_array((np.concatenate([np.ones(m), -slope]),
+                             (np.concatenate([np.arange(m), np.arange(m)]),
+                              np.concatenate([self.t[terms], self.a[terms]]))),
+                            shape=(m, model.num_col))
 
     def start(self, x: np.ndarray) -> np.ndarray:
         sums = self.W @ x.astype(float)

@@ -101,7 +101,6 @@ class FacilityTerm(Term):
         m = self.residual.shape[0]
         self.columns = model.add_columns(weight * self.multiplicity, np.zeros(m),
                                          self.sorted[:, 0] if m else np.zeros(0))
-        self._seen: set[tuple[int, float]] = set()
 
     def start(self, x: np.ndarray) -> np.ndarray:
         if self.residual.shape[0] == 0:
@@ -121,12 +120,10 @@ class FacilityTerm(Term):
         return self.add_cuts(model, over, tau[over])
 
     def add_cuts(self, model: MilpModel, points: np.ndarray, tau: np.ndarray) -> int:
-        """Rows ``θ_i − Σ_u (s_iu − τ)^+ x_u <= τ`` for the given (point, τ) not yet added."""
-        fresh = [j for j, (i, t) in enumerate(zip(points, tau)) if (int(i), float(t)) not in self._seen]
-        if not fresh:
+        """Rows ``θ_i − Σ_u (s_iu − τ)^+ x_u <= τ`` for the given (point, τ) not in the model
+        (cuts of its pool, keyed by both)."""
+        if points.size == 0:
             return 0
-        points, tau = points[fresh], tau[fresh]
-        self._seen.update((int(i), float(t)) for i, t in zip(points, tau))
         excess = self.residual[points] - tau[:, None]
         row, col = np.nonzero(excess > 0)
         m = points.size
@@ -134,7 +131,7 @@ class FacilityTerm(Term):
                                (np.concatenate([np.arange(m), row]),
                                 np.concatenate([self.columns[points], col]))),
                               shape=(m, model.num_col))
-        return model.add_rows(tau, matrix)
+        return model.add_cuts([(self, int(i), float(t)) for i, t in zip(points, tau)], tau, matrix)
 
 
 class FacilityLocationPricing(MilpPricing):

@@ -17,10 +17,26 @@ problem.  Each call runs a cut loop (Kelley 1960; for Benders cuts, Benders 1962
 LP relaxation is cut at its optimum for a few rounds, then the MILP is solved, the
 incumbent's true value ``f(x̂) + λ(x̂)`` is computed, and if the MILP over-estimates it
 the terms add the rows that are tight at ``x̂`` and the MILP is solved again, until the
-incumbent's true value meets the MILP's dual bound within the MIP gap.  Cuts are valid for
-every λ, so they are kept across calls and later calls need fewer rounds.  The loop ends:
+incumbent's true value meets the MILP's dual bound within the MIP gap.  The loop ends:
 a round either adds a row that is tight at a ``k``-set where the model was not tight
 (finitely many), or the incumbent's value is the model's.
+
+**Cut pool.**  Cuts are valid for every λ, so they may be kept across calls (later calls
+then need fewer rounds), but every row slows every LP of every branch and bound.  Measured
+on concave log1p (``python benchmarks/bench_cut_pool.py concave-log1p 60``: the last exact
+call of a 60 s run, made at 53.5 s, replayed on fresh models): with all 8,933 cuts of an
+untrimmed pool (10,184 rows, 70 ms per node) it did not certify in the 66.5 s left to the
+120 s limit; with the 2,928 cuts used since the call before (4,179 rows, 31 ms per node) it
+certified in 49.4 s; with none (1,251 rows) it needed 8 cut-loop rounds and hit the limit
+too.  So :class:`MilpModel` keeps the rows added after the build in a pool, marks the cuts
+binding at the optimum of each LP relaxation and at each MILP incumbent, and at the start
+of each call that follows a solve trims the pool to :data:`CUT_POOL_ROWS` by deleting the
+cuts not used since the last such call, least recently used first; a deleted cut is added
+again when a later call needs it.  Keeping only the cuts used in the call before (a limit
+of 0) was a little faster on log1p but lost the coverage + facility-location mixture (6.32e-3
+at the 120 s limit in one of two runs), whose pool stays near 500 rows and whose Benders cuts
+cost cut-loop rounds to find again (``benchmarks/README.md``, "Cut pool").
+Deleting only between calls keeps the cut loop finite.
 
 The certified upper bound is the smallest **dual** bound (``mip_dual_bound``) of the rounds,
 each a relaxation of the pricing problem, and the heuristic's bound; ``exact`` means the
@@ -35,7 +51,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import highspy
 import numpy as np
@@ -87,16 +103,34 @@ HEURISTIC_RESTARTS = 30
 #: far per call: where the MILP is cheap the restarts would cost more than they save
 #: (coverage ``n = 1,000``: 37.1 s with all 30 against 7.1 s with 3)
 RESTARTS_VS_MILP = 0.1
+#: a cut counts as binding at a solution when its slack is at most this (relative to its bound)
+BINDING_TOLERANCE = 1e-7
+#: rows the cut pool may keep across calls; beyond them the idle cuts are dropped, least
+#: recently used first (module docstring, "Cut pool")
+CUT_POOL_ROWS = 1000
 
 SwapDeltas = Callable[[SetFunction, np.ndarray], np.ndarray]
 
 
 class MilpModel:
     """A HiGHS maximisation model: ``x`` (columns ``0..n-1``, binary), ``Σ x = k``, and the
-    terms' columns and rows, added through :meth:`add_columns` and :meth:`add_rows`."""
+    terms' columns and rows, added through :meth:`add_columns` and :meth:`add_rows`.
+
+    Rows added through :meth:`add_cuts` after :meth:`freeze` form the **cut pool**: each has a
+    key (no key twice), :meth:`note_binding` marks the cuts binding at a solution as used, and
+    :meth:`drop_idle_cuts` trims the pool to a number of rows by deleting the cuts not used
+    since its last call, least recently used first (module docstring, "Cut pool").
+    """
 
     def __init__(self, n: int, k: int):
         self.n, self.k = n, k
+        self._keys: set[Hashable] = set()  # the keys of the rows added by add_cuts
+        self._permanent = -1  # rows below this index are never dropped (-1: not frozen yet)
+        self._cut_keys: list[Hashable] = []  # the pool, in row order from ``_permanent``
+        self._cut_upper = np.zeros(0)
+        self._last_used = np.zeros(0, dtype=np.int64)  # per cut: the epoch it was last added or binding
+        self._epoch = 0  # drops so far
+        self._noted = False  # whether note_binding saw a solution since the last drop
         self.h = new_highs()
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.x_cost = np.zeros(n)
@@ -129,6 +163,70 @@ class MilpModel:
                        matrix.indptr[:-1].astype(np.int32), matrix.indices.astype(np.int32),
                        matrix.data.astype(float))
         return m
+
+    @property
+    def num_row(self) -> int:
+        """Rows of the model, the pool's included."""
+        return int(self.h.getNumRow())
+
+    @property
+    def num_cuts(self) -> int:
+        """Rows in the cut pool (added after :meth:`freeze`)."""
+        return len(self._cut_keys)
+
+    def add_cuts(self, keys: Sequence[Hashable], upper: np.ndarray, matrix: sp.csr_array) -> int:
+        """Append the rows ``matrix @ columns <= upper`` whose keys are not in the model yet
+        (one key per row); return how many.  Before :meth:`freeze` they are permanent."""
+        matrix = sp.csr_array(matrix)
+        fresh = np.array([key not in self._keys for key in keys], dtype=bool)
+        if not fresh.any():
+            return 0
+        keys = [key for key, new in zip(keys, fresh) if new]
+        upper = np.asarray(upper, dtype=float)[fresh]
+        added = self.add_rows(upper, matrix[fresh] if not fresh.all() else matrix)
+        self._keys.update(keys)
+        if self._permanent >= 0:
+            self._cut_keys.extend(keys)
+            self._cut_upper = np.concatenate([self._cut_upper, upper])
+            self._last_used = np.concatenate([self._last_used, np.full(added, self._epoch)])
+        return added
+
+    def freeze(self) -> None:
+        """Make the rows so far permanent: later :meth:`add_cuts` rows form the cut pool."""
+        self._permanent = self.num_row
+
+    def note_binding(self, row_value: Sequence[float]) -> None:
+        """Mark the cuts binding at a solution (``row_value``: its row activities) as used."""
+        activity = np.asarray(row_value, dtype=float)[max(self._permanent, 0):]
+        if self._permanent < 0 or activity.size != len(self._cut_keys):
+            return  # not a solution of the current model
+        self._noted = True
+        upper = self._cut_upper
+        binding = upper - activity <= BINDING_TOLERANCE * np.maximum(1.0, np.abs(upper))
+        self._last_used[binding] = self._epoch
+
+    def drop_idle_cuts(self, limit: int | None = None) -> int:
+        """Trim the pool to ``limit`` rows (default :data:`CUT_POOL_ROWS`) by deleting idle
+        cuts, least recently used first (used: added, or binding at a noted solution); return
+        how many.  The cuts used since the last drop stay whatever the limit, and without a
+        solution noted since then (no solve) nothing is dropped."""
+        if not self._noted:
+            return 0
+        self._noted = False
+        idle = np.flatnonzero(self._last_used < self._epoch)
+        self._epoch += 1
+        excess = len(self._cut_keys) - (CUT_POOL_ROWS if limit is None else int(limit))
+        if excess <= 0 or idle.size == 0:
+            return 0
+        drop = np.sort(idle[np.argsort(self._last_used[idle], kind="stable")[:excess]])
+        self.h.deleteRows(drop.size, (self._permanent + drop).astype(np.int32))
+        self._keys.difference_update(self._cut_keys[i] for i in drop)
+        kept = np.ones(len(self._cut_keys), dtype=bool)
+        kept[drop] = False
+        self._cut_keys = [key for key, keep in zip(self._cut_keys, kept) if keep]
+        self._cut_upper = self._cut_upper[kept]
+        self._last_used = self._last_used[kept]
+        return int(drop.size)
 
 
 class Term:
@@ -194,6 +292,7 @@ class MilpPricing(PricingOracle):
         self.terms = list(self.make_terms(utility) if terms is None else terms)
         for weight, term in self.terms:
             term.build(self.model, float(weight))
+        self.model.freeze()
         self.h.changeObjectiveOffset(self.model.offset)
         self.lazy = [term for _, term in self.terms if term.lazy]
         self._x_index = np.arange(self.n, dtype=np.int32)
@@ -206,7 +305,8 @@ class MilpPricing(PricingOracle):
             # Every integer point HiGHS meets in a solve is a k-set whose tight rows the next
             # round needs if the model over-estimated it: collect them, not just the incumbent.
             self.h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipSolution)
-        self.stats = {"calls": 0, "inexact": 0, "seconds": 0.0, "rounds": 0, "cuts": 0}
+        self.stats = {"calls": 0, "inexact": 0, "seconds": 0.0, "rounds": 0, "nodes": 0, "cuts": 0,
+                      "dropped": 0}
         self._milp_seconds = 0.0
 
     # -- configuration -----------------------------------------------------------------
@@ -292,7 +392,9 @@ class MilpPricing(PricingOracle):
                 if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                     break
                 bound = float(h.getInfo().objective_function_value)
-                if self._separate(np.asarray(h.getSolution().col_value)) == 0:
+                solution = h.getSolution()
+                self.model.note_binding(solution.row_value)
+                if self._separate(np.asarray(solution.col_value)) == 0:
                     break
                 bound = math.inf  # the rows just added may lower it
         finally:
@@ -310,6 +412,8 @@ class MilpPricing(PricingOracle):
         stop = self._stop_at(started)
         h = self.h
         h.changeColsCost(self.n, self._x_index, self.model.x_cost + lam)
+        # idle cuts beyond the pool's limit would only slow this call's LPs (module docstring)
+        self.stats["dropped"] += self.model.drop_idle_cuts()
         warm = self.heuristic(lam)
         columns = list(warm.columns)
         best_mask = warm.columns[0]
@@ -365,10 +469,15 @@ class MilpPricing(PricingOracle):
             h.run()
             self.stats["rounds"] += 1
             status = h.getModelStatus()
-            dual = float(h.getInfo().mip_dual_bound)
+            info = h.getInfo()
+            self.stats["nodes"] += max(0, int(info.mip_node_count))
+            dual = float(info.mip_dual_bound)
             if math.isfinite(dual) and status in _BOUNDED:
                 upper = min(upper, dual)
-            solution = np.asarray(h.getSolution().col_value)
+            incumbent = h.getSolution()
+            if incumbent.value_valid:
+                self.model.note_binding(incumbent.row_value)
+            solution = np.asarray(incumbent.col_value)
             if solution.size < self.n:
                 break
             x = solution[: self.n] > 0.5
@@ -445,6 +554,7 @@ class MilpPricing(PricingOracle):
                 if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                     return np.zeros(self.n)
                 solution = h.getSolution()
+                self.model.note_binding(solution.row_value)
                 col = np.asarray(solution.col_value)
                 lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
                 lam[col[: self.n] > r + 1e-9] = 0.0
