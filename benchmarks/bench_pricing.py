@@ -51,9 +51,9 @@ iteration 0 in 6.8 s (7.5 s), mixture optimal in 94.3 and 79.6 s (85.9 s), conca
 log1p optimal in 97.8 and 80.7 s (88.8 and 78.4 s; the search is dropped there)
 (``benchmarks/README.md``, "Schedule search for the starting pool").
 With the pricing MILP's cut pool trimmed to 1,000 rows between calls (2026-12-03, against
-fce399c, back to back): concave log1p optimal in 61.2-72.5 s in five runs (the commit before:
-120.0 s, 73.1 s, and 1.01e-4 and 1.07e-3 at the limit), sqrt in 39.1 and 50.8 s, mixture in
-95.2, 81.4 and 86.3 s (102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
+fce399c, back to back): concave log1p optimal in 59.5-92.7 s in eight runs (the commit before:
+120.0 s, 73.1 s, and 1.01e-4 and 1.07e-3 at the limit), sqrt in 39.1-50.8 s (three runs),
+mixture in 70.8-95.2 s (five runs; 102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
 coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--cut-pool-rows N] [CASE ...]
