@@ -20,8 +20,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fairsched.lp.pricing import greedy
-from fairsched.lp.pricing import milp
+from fairsched.lp.pricing import greedy, milp
 from fairsched.lp.pricing.milp import MilpModel
 from fairsched.lp.pricing import (
     ConcavePricing,
