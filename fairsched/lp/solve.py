@@ -283,16 +283,19 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
         # into the certified bound, so it is kept below the requested gap.
         oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
+
+    def until(share: float) -> float | None:
+        """The moment ``share`` of the time limit has passed (none without a limit)."""
+        return None if time_limit is None else start + share * time_limit
+
     # the search for a better starting sample is optional: at most a quarter of the budget
-    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps,
-                        deadline=None if time_limit is None else start + 0.25 * time_limit)
+    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25))
     heuristic = getattr(oracle, "heuristic", None)
     if heuristic is not None and problem.caps is None:
         # where pricing needs a MILP the master climbs slowly from the sample: a whole
         # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
-                                   deadline=None if time_limit is None
-                                   else start + SCHEDULE_SHARE * time_limit, beat=pool.value())
+                                   deadline=until(SCHEDULE_SHARE), beat=pool.value())
         pool = better_start(pool, schedule)
     guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
     try:
