@@ -56,7 +56,8 @@ fce399c, back to back): concave log1p optimal in 59.5-92.7 s in eight runs (the 
 mixture in 70.8-95.2 s (five runs; 102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
 coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
 
-    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--cut-pool-rows N] [CASE ...]
+    python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
+                                       [--cut-pool-rows N] [CASE ...]
 """
 
 from __future__ import annotations
@@ -82,26 +83,29 @@ GAP = 1e-4
 TIME_LIMIT = 120.0
 
 
-def mixture_table(n: int = 100, k: int = 10) -> dict[str, Any]:
-    cover = coverage_instance(n=n, k=k, elements=2 * n)
-    facility = facility_location_instance(n=n, k=k, points=n // 2)
+def mixture_table(n: int = 100, k: int = 10, seed: int = 0) -> dict[str, Any]:
+    cover = coverage_instance(n=n, k=k, elements=2 * n, seed=seed)
+    facility = facility_location_instance(n=n, k=k, points=n // 2, seed=seed)
     table = dict(cover, name=f"coverage+facility-location-n{n}-k{k}")
     table["utility"] = {"kind": "mixture", "components": [dict(cover["utility"], weight=1.0),
                                                          dict(facility["utility"], weight=1.0)]}
     return table
 
 
+#: the cases, each a table from the generators' seed (0: the instances of the figures quoted)
 CASES = {
-    "coverage": lambda: coverage_instance(n=1000, k=50, elements=2000),
-    "facility-location": lambda: facility_location_instance(n=400, k=40, points=200),
-    "concave-sqrt": lambda: concave_modular_instance(n=100, k=10, features=50, concave="sqrt"),
-    "concave-log1p": lambda: concave_modular_instance(n=100, k=10, features=50, concave="log1p"),
+    "coverage": lambda seed=0: coverage_instance(n=1000, k=50, elements=2000, seed=seed),
+    "facility-location": lambda seed=0: facility_location_instance(n=400, k=40, points=200, seed=seed),
+    "concave-sqrt": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="sqrt",
+                                                            seed=seed),
+    "concave-log1p": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="log1p",
+                                                             seed=seed),
     "mixture": mixture_table,
 }
 
 
-def problem(case: str) -> Problem:
-    return problem_from_table(CASES[case]())
+def problem(case: str, seed: int = 0) -> Problem:
+    return problem_from_table(CASES[case](seed=seed))
 
 
 def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, float]:
@@ -160,10 +164,10 @@ def traced(started: float) -> tuple[Any, Any]:
     return printed_progress(started), call
 
 
-def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False) -> dict[str, Any]:
-    """Solve one case; the figures printed and returned (``trace``: also every iteration and
-    every exact pricing call)."""
-    prob = problem(case)
+def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Solve one case (the instance of the generators' ``seed``); the figures printed and
+    returned (``trace``: also every iteration and every exact pricing call)."""
+    prob = problem(case, seed)
     wall, cpu = time.perf_counter(), time.process_time()
     progress, original = None, milp.MilpPricing.__call__
     if trace:
@@ -172,11 +176,12 @@ def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False) -> dic
         opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit, progress=progress)
     finally:
         milp.MilpPricing.__call__ = original
-    row = {"case": case, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
+    row = {"case": case, "seed": seed, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
            "cpu": time.process_time() - cpu, "gap": opt.gap, "status": opt.status,
            "iterations": opt.iterations, "method": opt.method, "value": opt.value,
            "upper_bound": opt.upper_bound}
-    print(f"{case:18s} n={row['n']:5d} k={row['k']:3d}  wall {row['wall']:7.1f} s  cpu {row['cpu']:7.1f} s  "
+    label = case if seed == 0 else f"{case}/seed{seed}"
+    print(f"{label:18s} n={row['n']:5d} k={row['k']:3d}  wall {row['wall']:7.1f} s  cpu {row['cpu']:7.1f} s  "
           f"gap {row['gap']:.2e}  {row['status']:12s} iterations {row['iterations']:4d}  {row['method']}",
           flush=True)
     return row
@@ -198,6 +203,9 @@ if __name__ == "__main__":
                         help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
     parser.add_argument("--trace", action="store_true",
                         help="print every iteration's bounds and every exact pricing call")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="the generators' seed (default 0, the instances of the figures quoted; "
+                             "others are instances nothing was tuned on)")
     parser.add_argument("--cut-pool-rows", type=int, metavar="N",
                         help=f"cuts the pricing MILP keeps across calls (default {milp.CUT_POOL_ROWS}; 0 keeps "
                              "only those used in the call before, a huge N keeps all: the policies compared "
@@ -213,4 +221,4 @@ if __name__ == "__main__":
     if args.cut_pool_rows is not None:
         milp.CUT_POOL_ROWS = args.cut_pool_rows
     for name in args.cases or list(CASES):
-        solve(name, args.time_limit, args.trace)
+        solve(name, args.time_limit, args.trace, args.seed)
