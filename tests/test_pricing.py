@@ -346,20 +346,27 @@ def test_cut_pool_drops_idle_cuts_least_recently_used_first() -> None:
     """Rows before ``freeze`` stay; the cuts binding at a noted solution (or added) since the
     last drop stay; idle ones go, oldest first, until the pool is within the limit, are deleted
     from HiGHS (the survivors keep their bounds, in order) and their keys may be added again;
-    a duplicate key adds nothing; without a solution noted since the last drop nothing goes."""
+    a duplicate key adds nothing and is not built; without a solution noted since the last drop nothing goes."""
     model = MilpModel(3, 1)
     model.add_rows(np.array([5.0]), sp.csr_array(np.array([[1.0, 1.0, 1.0]])))
     model.freeze()
     permanent = model.num_row
 
+    built = []
+
     def cuts(keys: list[str], upper: list[float]) -> int:
-        return model.add_cuts(keys, np.array(upper), sp.csr_array(np.eye(3)[: len(keys)]))
+        def rows(fresh: np.ndarray) -> tuple[np.ndarray, sp.csr_array]:
+            built.append(fresh.tolist())
+            return np.array(upper)[fresh], sp.csr_array(np.eye(3)[: len(keys)][fresh])
+
+        return model.add_cuts(keys, rows)
 
     def slack_everywhere() -> None:
         model.note_binding(np.full(model.num_row, -10.0))
 
     assert cuts(["a", "b", "c"], [1.0, 2.0, 3.0]) == 3
     assert cuts(["b", "d"], [2.0, 4.0]) == 1
+    assert built == [[0, 1, 2], [1]]  # rows are built for the new keys only
     assert model.num_cuts == 4 and model.num_row == permanent + 4
     activity = np.zeros(permanent + 4)
     activity[permanent:] = [1.0, 0.5, 3.0 - 1e-12, 0.0]  # "a" and "c" binding

@@ -271,7 +271,12 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
 def _column_generation(problem: Problem, *, gap: float, time_limit: float | None,
                        progress: Progress | None, pricing: str) -> Optimum:
     start = time.perf_counter()
-    deadline = None if time_limit is None else start + time_limit
+
+    def until(share: float) -> float | None:
+        """The moment ``share`` of the time limit has passed (none without a limit)."""
+        return None if time_limit is None else start + share * time_limit
+
+    deadline = until(1.0)
     r = np.asarray(problem.r, dtype=float)
     try:
         oracle = pricing_for(problem.utility, problem.k, pricing, max_columns=PRICING_COLUMNS)
@@ -283,11 +288,6 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
         # into the certified bound, so it is kept below the requested gap.
         oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
-
-    def until(share: float) -> float | None:
-        """The moment ``share`` of the time limit has passed (none without a limit)."""
-        return None if time_limit is None else start + share * time_limit
-
     # the search for a better starting sample is optional: at most a quarter of the budget
     pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25))
     heuristic = getattr(oracle, "heuristic", None)

@@ -173,11 +173,14 @@ class ConcaveTerm(Term):
         terms, at = terms[positive], at[positive]
         if terms.size == 0:
             return 0
-        rows = self.rows[terms]
-        value = self.form.phi(at, rows)
-        slope = self.form.dphi(at, rows)
-        keys = [(self, int(i), float(p)) for i, p in zip(terms, at)]
-        return model.add_cuts(keys, value - slope * at, self._rows(model, terms, slope))
+
+        def rows(fresh: np.ndarray) -> tuple[np.ndarray, sp.csr_array]:
+            """``t_j − slope·a_j <= φ_j(p) − slope·p`` with ``slope = φ_j'(p)``."""
+            which, point = terms[fresh], at[fresh]
+            slope = self.form.dphi(point, self.rows[which])
+            return self.form.phi(point, self.rows[which]) - slope * point, self._rows(model, which, slope)
+
+        return model.add_cuts([(self, int(i), float(p)) for i, p in zip(terms, at)], rows)
 
     def _rows(self, model: MilpModel, terms: np.ndarray, slope: np.ndarray) -> sp.csr_array:
         """Left-hand sides ``t_j − slope·a_j`` for each (term, slope)."""

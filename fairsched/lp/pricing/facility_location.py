@@ -122,16 +122,19 @@ class FacilityTerm(Term):
     def add_cuts(self, model: MilpModel, points: np.ndarray, tau: np.ndarray) -> int:
         """Rows ``θ_i − Σ_u (s_iu − τ)^+ x_u <= τ`` for the given (point, τ) not in the model
         (cuts of its pool, keyed by both)."""
-        if points.size == 0:
-            return 0
-        excess = self.residual[points] - tau[:, None]
-        row, col = np.nonzero(excess > 0)
-        m = points.size
-        matrix = sp.csr_array((np.concatenate([np.ones(m), -excess[row, col]]),
-                               (np.concatenate([np.arange(m), row]),
-                                np.concatenate([self.columns[points], col]))),
-                              shape=(m, model.num_col))
-        return model.add_cuts([(self, int(i), float(t)) for i, t in zip(points, tau)], tau, matrix)
+
+        def rows(fresh: np.ndarray) -> tuple[np.ndarray, sp.csr_array]:
+            which, level = points[fresh], tau[fresh]
+            excess = self.residual[which] - level[:, None]
+            row, col = np.nonzero(excess > 0)
+            m = which.size
+            matrix = sp.csr_array((np.concatenate([np.ones(m), -excess[row, col]]),
+                                   (np.concatenate([np.arange(m), row]),
+                                    np.concatenate([self.columns[which], col]))),
+                                  shape=(m, model.num_col))
+            return level, matrix
+
+        return model.add_cuts([(self, int(i), float(t)) for i, t in zip(points, tau)], rows)
 
 
 class FacilityLocationPricing(MilpPricing):

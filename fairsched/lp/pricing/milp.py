@@ -174,16 +174,20 @@ class MilpModel:
         """Rows in the cut pool (added after :meth:`freeze`)."""
         return len(self._cut_keys)
 
-    def add_cuts(self, keys: Sequence[Hashable], upper: np.ndarray, matrix: sp.csr_array) -> int:
-        """Append the rows ``matrix @ columns <= upper`` whose keys are not in the model yet
-        (one key per row); return how many.  Before :meth:`freeze` they are permanent."""
-        matrix = sp.csr_array(matrix)
-        fresh = np.array([key not in self._keys for key in keys], dtype=bool)
-        if not fresh.any():
+    def add_cuts(self, keys: Sequence[Hashable],
+                 rows: Callable[[np.ndarray], tuple[np.ndarray, sp.csr_array]]) -> int:
+        """Append the candidate rows whose keys are not in the model yet; return how many.
+
+        ``rows(fresh)`` builds ``(upper, matrix)`` for the candidates at the indices ``fresh``
+        only (the rows ``matrix @ columns <= upper``), so a row already in the model costs a key
+        lookup and nothing more.  Before :meth:`freeze` the rows are permanent."""
+        fresh = np.flatnonzero([key not in self._keys for key in keys])
+        if fresh.size == 0:
             return 0
-        keys = [key for key, new in zip(keys, fresh) if new]
-        upper = np.asarray(upper, dtype=float)[fresh]
-        added = self.add_rows(upper, matrix[fresh] if not fresh.all() else matrix)
+        keys = [keys[i] for i in fresh]
+        upper, matrix = rows(fresh)
+        upper = np.asarray(upper, dtype=float)
+        added = self.add_rows(upper, matrix)
         self._keys.update(keys)
         if self._permanent >= 0:
             self._cut_keys.extend(keys)
