@@ -44,22 +44,21 @@ UNLIMITED = 10**9
 def last_call(case: str, seconds: float) -> dict:
     """Column generation with an unlimited pool; the last exact call and the pool before it."""
     seen: dict = {}
-    original = milp.MilpPricing.__call__
     start = time.perf_counter()
 
-    def keep(self, lam, *args, **kwargs):
+    def keep(call, self, lam, *args, **kwargs):
         model = self.model
         seen.update(lam=np.array(lam), options=dict(kwargs), at=time.perf_counter() - start,
                     keys=[(key[1], key[2]) for key in model._cut_keys],
                     last_used=model._last_used.copy(), epoch=model._epoch, noted=model._noted)
-        return original(self, lam, *args, **kwargs)
+        return call(self, lam, *args, **kwargs)
 
-    milp.MilpPricing.__call__, limit = keep, milp.CUT_POOL_ROWS
-    milp.CUT_POOL_ROWS = UNLIMITED
+    limit, milp.CUT_POOL_ROWS = milp.CUT_POOL_ROWS, UNLIMITED
     try:
-        fairsched.optimum(bench_pricing.problem(case), gap=bench_pricing.GAP, time_limit=seconds)
+        with bench_pricing.exact_calls_through(keep):
+            fairsched.optimum(bench_pricing.problem(case), gap=bench_pricing.GAP, time_limit=seconds)
     finally:
-        milp.MilpPricing.__call__, milp.CUT_POOL_ROWS = original, limit
+        milp.CUT_POOL_ROWS = limit
     return seen
 
 

@@ -63,7 +63,9 @@ coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -108,27 +110,40 @@ def problem(case: str, seed: int = 0) -> Problem:
     return problem_from_table(CASES[case](seed=seed))
 
 
+@contextlib.contextmanager
+def exact_calls_through(wrapper: Callable[..., Any]) -> Iterator[None]:
+    """Inside the block every exact pricing call goes through
+    ``wrapper(call, self, lam, *args, **kwargs)``, where ``call`` is the real
+    ``MilpPricing.__call__`` (restored on leaving the block)."""
+    original = milp.MilpPricing.__call__
+
+    def call(self, lam, *args, **kwargs):
+        return wrapper(original, self, lam, *args, **kwargs)
+
+    milp.MilpPricing.__call__ = call
+    try:
+        yield
+    finally:
+        milp.MilpPricing.__call__ = original
+
+
 def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, float]:
     """Column generation on ``case`` for ``seconds`` with the defaults: its result and, of its
     last exact pricing call made for the bound (no target), the duals ``λ``, the master's
     value when the call began and when it began (seconds from the start)."""
     seen: dict[str, Any] = {"lower": float("nan")}
-    original = milp.MilpPricing.__call__
     start = time.perf_counter()
 
-    def keep(self, lam, *args, **kwargs):
+    def keep(call, self, lam, *args, **kwargs):
         if not args and kwargs.get("target") is None:
             seen.update(lam=np.array(lam), at=seen["lower"], t=time.perf_counter() - start)
-        return original(self, lam, *args, **kwargs)
+        return call(self, lam, *args, **kwargs)
 
     def progress(iteration, lower, upper, gap):
         seen["lower"] = lower
 
-    milp.MilpPricing.__call__ = keep
-    try:
+    with exact_calls_through(keep):
         opt = fairsched.optimum(problem(case), gap=GAP, time_limit=seconds, progress=progress)
-    finally:
-        milp.MilpPricing.__call__ = original
     return opt, seen["lam"], float(seen["at"]), float(seen["t"])
 
 
@@ -147,13 +162,11 @@ def printed_progress(started: float, every: float = 0.0) -> Any:
     return progress
 
 
-def traced(started: float) -> tuple[Any, Any]:
-    """:func:`printed_progress` for every iteration, and a wrapper of
-    ``MilpPricing.__call__`` printing when each exact call began, how long it took and
-    whether it had a target (seconds from ``started``)."""
-    original = milp.MilpPricing.__call__
+def traced(started: float) -> Callable[..., Any]:
+    """A wrapper for :func:`exact_calls_through` printing when each exact call began, how long
+    it took and whether it had a target (seconds from ``started``)."""
 
-    def call(self, lam, *args, **kwargs):
+    def call(original, self, lam, *args, **kwargs):
         began = time.perf_counter()
         result = original(self, lam, *args, **kwargs)
         print(f"    exact call at {began - started:6.1f} s took {time.perf_counter() - began:6.1f} s, "
@@ -161,7 +174,7 @@ def traced(started: float) -> tuple[Any, Any]:
               flush=True)
         return result
 
-    return printed_progress(started), call
+    return call
 
 
 def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: int = 0) -> dict[str, Any]:
@@ -169,13 +182,9 @@ def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: 
     returned (``trace``: also every iteration and every exact pricing call)."""
     prob = problem(case, seed)
     wall, cpu = time.perf_counter(), time.process_time()
-    progress, original = None, milp.MilpPricing.__call__
-    if trace:
-        progress, milp.MilpPricing.__call__ = traced(wall)
-    try:
+    progress = printed_progress(wall) if trace else None
+    with exact_calls_through(traced(wall)) if trace else contextlib.nullcontext():
         opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit, progress=progress)
-    finally:
-        milp.MilpPricing.__call__ = original
     row = {"case": case, "seed": seed, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
            "cpu": time.process_time() - cpu, "gap": opt.gap, "status": opt.status,
            "iterations": opt.iterations, "method": opt.method, "value": opt.value,
