@@ -7,6 +7,7 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
     python benchmarks/bench_starting_pool.py segment CASE
     python benchmarks/bench_starting_pool.py schedule-prices CASE
     python benchmarks/bench_starting_pool.py subgradient CASE
+    python benchmarks/bench_starting_pool.py bundle CASE [STEPS]
 
 - ``starts``: the value of the systematic sample (``initial_pool``) and of the schedule of
   :mod:`fairsched.lp.pricing.schedule_search` when built, after each pass and at the end
@@ -20,6 +21,13 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
   pricing heuristic in place of the exact maximum (Polyak steps of half the distance to
   the target 178.35, the master's value), then the exact ``L`` at the step where the
   heuristic's ``L`` was least and at the average of the last 500 steps;
+- ``bundle``: ``STEPS`` (default 60) proximal bundle steps on ``L`` from ``λ_relax`` with the
+  pricing heuristic in place of the exact maximum: each step minimises the cutting-plane
+  model of ``L`` (every set seen so far) plus ``‖λ − λ_c‖²/2t`` (a HiGHS QP) and prices
+  the minimiser; the centre ``λ_c`` moves when the heuristic's ``L`` there falls by a tenth
+  of the model's prediction (the proximal bundle method: Kiwiel, "Proximity control in
+  bundle methods for convex nondifferentiable minimization", 1990).  Then the exact ``L``
+  at the final centre and at the step whose heuristic ``L`` was least;
 - ``schedule-prices``: ``L(λ)`` at prices read off the schedule: for a worker at its floor
   (its share of rounds within ``1/T`` of ``r_u``), the weighted mean over its rounds of
   ``max(0, max_v gain(u → v) + λ_v)``, iterated ten times from 0; 0 for the others.
@@ -32,7 +40,9 @@ import sys
 import time
 from pathlib import Path
 
+import highspy
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -144,6 +154,82 @@ def subgradient(case: str, steps: int = 1000, target: float = 178.35) -> None:
         print(f"{case}, {name}: heuristic L {estimate:.6f}, exact L {bound:.6f} ({seconds:.1f} s)", flush=True)
 
 
+def proximal_point(masks: np.ndarray, values: np.ndarray, r: np.ndarray, center: np.ndarray,
+                   t: float) -> tuple[np.ndarray, float] | None:
+    """``argmin_{λ >= 0} max_S [f(S) + λ(S)] − λ·r + ‖λ − center‖²/(2t)`` over the sets
+    ``masks`` (a HiGHS QP in ``(λ, θ)``), with the model's value there; ``None`` when HiGHS
+    does not solve it within 30 s."""
+    n, m = r.size, values.size
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", 30.0)
+    inf = highspy.kHighsInf
+    # rows θ − Σ_{u∈S} λ_u >= f(S); columns λ_0..λ_{n−1}, θ
+    rows = sp.hstack([-sp.csr_array(masks.astype(float)), sp.csr_array(np.ones((m, 1)))]).tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n + 1, m
+    lp.col_cost_ = np.append(-r - center / t, 1.0)
+    lp.col_lower_, lp.col_upper_ = np.append(np.zeros(n), -inf), np.full(n + 1, inf)
+    lp.row_lower_, lp.row_upper_ = values.astype(float), np.full(m, inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.indptr, rows.indices, rows.data
+    h.passModel(lp)
+    hessian = highspy.HighsHessian()
+    hessian.dim_, hessian.format_ = n + 1, highspy.HessianFormat.kTriangular
+    hessian.start_ = np.append(np.arange(n + 1), n).astype(np.int32)
+    hessian.index_, hessian.value_ = np.arange(n, dtype=np.int32), np.full(n, 1.0 / t)
+    h.passHessian(hessian)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    lam = np.clip(np.asarray(h.getSolution().col_value)[:n], 0.0, None)
+    return lam, float(np.max(values + masks @ lam) - lam @ r)
+
+
+def bundle(case: str, steps: int = 60, t: float = 1.0) -> None:
+    prob = problem(case)
+    r = np.asarray(prob.r, dtype=float)
+    oracle = pricing_for(prob.utility, prob.k, "auto", max_columns=solve.PRICING_COLUMNS)
+    heuristic = oracle.heuristic
+    start = initial_pool(prob.utility, prob.k, r)
+    masks, values = start.columns.to_masks(), np.asarray(start.values, dtype=float)
+
+    def estimate(lam: np.ndarray) -> float:
+        """The heuristic's L at λ: the best of its sets and of every set seen so far."""
+        nonlocal masks, values
+        found = heuristic(lam)
+        masks, values = np.vstack([masks, found.columns]), np.concatenate([values, found.values])
+        return float(np.max(values + masks @ lam) - lam @ r)
+
+    center = np.asarray(oracle.relaxation_duals(r), float)
+    center_value = estimate(center)
+    least = (np.inf, center.copy())  # over the steps
+    began = time.perf_counter()
+    for step in range(steps):
+        point = proximal_point(masks, values, r, center, t)
+        if point is None:
+            print(f"  step {step}: the QP was not solved; stopping", flush=True)
+            break
+        lam, predicted = point
+        value = estimate(lam)
+        if value < least[0]:
+            least = (value, lam.copy())
+        serious = center_value - value >= 0.1 * (center_value - predicted)
+        if serious:
+            center, center_value = lam, value
+        else:
+            center_value = float(np.max(values + masks @ center) - center @ r)  # more sets seen there
+        print(f"  step {step:3d} {time.perf_counter() - began:6.1f} s  heuristic L {value:.6f}  model "
+              f"{predicted:.6f}  centre {center_value:.6f}{'  (moved)' if serious else ''}", flush=True)
+    points = [("final centre", center)]
+    if not np.array_equal(least[1], center):
+        points.append(("least heuristic L", least[1]))
+    for name, point in points:
+        bound, seconds = exact_bound(prob, point)
+        print(f"{case}, {name}: heuristic L {estimate(point):.6f}, exact L {bound:.6f} ({seconds:.1f} s)",
+              flush=True)
+
+
 if __name__ == "__main__":
     command, *rest = sys.argv[1:] or ["starts"]
     if command == "starts":
@@ -157,5 +243,7 @@ if __name__ == "__main__":
         schedule_prices(rest[0])
     elif command == "subgradient":
         subgradient(rest[0])
+    elif command == "bundle":
+        bundle(rest[0], *(int(value) for value in rest[1:2]))
     else:
-        sys.exit(f"unknown command {command!r}: starts, long, segment, schedule-prices or subgradient")
+        sys.exit(f"unknown command {command!r}: starts, long, segment, schedule-prices, subgradient or bundle")
