@@ -55,6 +55,10 @@ fce399c, back to back): concave log1p optimal in 59.5-92.7 s in eight runs (the 
 120.0 s, 73.1 s, and 1.01e-4 and 1.07e-3 at the limit), sqrt in 39.1-50.8 s (three runs),
 mixture in 70.8-95.2 s (five runs; 102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
 coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
+Facility location rescaled (``--workers N``: ``k = N/10``, ``N/2`` points; seeds 0 and 1,
+2026-12-03): optimal at ``n = 150`` and ``200`` (12.7-50.3 s), at ``n = 250`` on seed 1
+only (44.0 s; seed 0 5.34e-3 tailing-off), not at ``300`` (6.41e-3, 6.64e-3) nor ``400``
+(``benchmarks/README.md``, "Facility location: where the goal stops holding, and why").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]
@@ -201,7 +205,8 @@ def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: 
     label = case if workers is None else f"{case}-n{workers}"
     label = label if seed == 0 else f"{label}/seed{seed}"
     print(f"{label:18s} n={row['n']:5d} k={row['k']:3d}  wall {row['wall']:7.1f} s  cpu {row['cpu']:7.1f} s  "
-          f"gap {row['gap']:.2e}  {row['status']:12s} iterations {row['iterations']:4d}  {row['method']}",
+          f"gap {row['gap']:.2e}  {row['status']:12s} iterations {row['iterations']:4d}  {row['method']}  "
+          f"value {row['value']:.6f}  bound {row['upper_bound']:.6f}",
           flush=True)
     return row
 
