@@ -7,7 +7,7 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
     python benchmarks/bench_starting_pool.py segment CASE
     python benchmarks/bench_starting_pool.py schedule-prices CASE
     python benchmarks/bench_starting_pool.py subgradient CASE
-    python benchmarks/bench_starting_pool.py bundle CASE [STEPS]
+    python benchmarks/bench_starting_pool.py bundle CASE [STEPS [SEARCH]]
 
 - ``starts``: the value of the systematic sample (``initial_pool``) and of the schedule of
   :mod:`fairsched.lp.pricing.schedule_search` when built, after each pass and at the end
@@ -24,7 +24,8 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
 - ``bundle``: ``STEPS`` (default 60) proximal bundle steps on ``L`` from ``λ_relax`` with the
   pricing heuristic in place of the exact maximum: each step minimises the cutting-plane
   model of ``L`` (every set seen so far) plus ``‖λ − λ_c‖²/2t`` (a HiGHS QP) and prices
-  the minimiser; the centre ``λ_c`` moves when the heuristic's ``L`` there falls by a tenth
+  the minimiser (with ``SEARCH`` seconds, default 0, of the iterated local search that
+  precedes each MILP, from the heuristic's best set); the centre ``λ_c`` moves when the heuristic's ``L`` there falls by a tenth
   of the model's prediction (the proximal bundle method: Kiwiel, "Proximity control in
   bundle methods for convex nondifferentiable minimization", 1990).  Then the exact ``L``
   at the final centre and at the step whose heuristic ``L`` was least;
@@ -186,7 +187,7 @@ def proximal_point(masks: np.ndarray, values: np.ndarray, r: np.ndarray, center:
     return lam, float(np.max(values + masks @ lam) - lam @ r)
 
 
-def bundle(case: str, steps: int = 60, t: float = 1.0) -> None:
+def bundle(case: str, steps: int = 60, search: float = 0.0, t: float = 1.0) -> None:
     prob = problem(case)
     r = np.asarray(prob.r, dtype=float)
     oracle = pricing_for(prob.utility, prob.k, "auto", max_columns=solve.PRICING_COLUMNS)
@@ -198,7 +199,14 @@ def bundle(case: str, steps: int = 60, t: float = 1.0) -> None:
         """The heuristic's L at λ: the best of its sets and of every set seen so far."""
         nonlocal masks, values
         found = heuristic(lam)
-        masks, values = np.vstack([masks, found.columns]), np.concatenate([values, found.values])
+        sets = [found.columns]
+        if search > 0:
+            climbed = heuristic.perturbed(lam, found.columns[0], rounds=10**9,
+                                          stop=time.perf_counter() + search, seed=1)
+            sets += [np.array(climbed)] if climbed else []
+        sets = np.vstack(sets)
+        masks = np.vstack([masks, sets])
+        values = np.concatenate([values, prob.utility.values(sets)])
         return float(np.max(values + masks @ lam) - lam @ r)
 
     center = np.asarray(oracle.relaxation_duals(r), float)
@@ -244,6 +252,6 @@ if __name__ == "__main__":
     elif command == "subgradient":
         subgradient(rest[0])
     elif command == "bundle":
-        bundle(rest[0], *(int(value) for value in rest[1:2]))
+        bundle(rest[0], *(int(value) for value in rest[1:2]), *(float(value) for value in rest[2:3]))
     else:
         sys.exit(f"unknown command {command!r}: starts, long, segment, schedule-prices, subgradient or bundle")
