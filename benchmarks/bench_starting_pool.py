@@ -24,11 +24,13 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
 - ``bundle``: ``STEPS`` (default 60) proximal bundle steps on ``L`` from ``λ_relax`` with the
   pricing heuristic in place of the exact maximum: each step minimises the cutting-plane
   model of ``L`` (every set seen so far) plus ``‖λ − λ_c‖²/2t`` (a HiGHS QP) and prices
-  the minimiser (with ``SEARCH`` seconds, default 0, of the iterated local search that
-  precedes each MILP, from the heuristic's best set); the centre ``λ_c`` moves when the heuristic's ``L`` there falls by a tenth
-  of the model's prediction (the proximal bundle method: Kiwiel, "Proximity control in
-  bundle methods for convex nondifferentiable minimization", 1990).  Then the exact ``L``
-  at the final centre and at the step whose heuristic ``L`` was least;
+  the minimiser (plus ``SEARCH`` seconds, default 0, of the iterated local search that
+  precedes each MILP, from the heuristic's best set); the centre ``λ_c`` moves when the
+  heuristic's ``L`` there falls by a tenth of the model's prediction (the proximal bundle
+  method: Kiwiel, "Proximity control in bundle methods for convex nondifferentiable
+  minimization", 1990).  Then the exact ``L`` at the final centre and at the step whose
+  heuristic ``L`` was least (``benchmarks/README.md``, "Facility location: where the goal
+  stops holding, and why");
 - ``schedule-prices``: ``L(λ)`` at prices read off the schedule: for a worker at its floor
   (its share of rounds within ``1/T`` of ``r_u``), the weighted mean over its rounds of
   ``max(0, max_v gain(u → v) + λ_v)``, iterated ten times from 0; 0 for the others.
