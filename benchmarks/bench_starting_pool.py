@@ -3,7 +3,7 @@
 Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
 
     python benchmarks/bench_starting_pool.py starts [CASE ...]
-    python benchmarks/bench_starting_pool.py long CASE SECONDS
+    python benchmarks/bench_starting_pool.py long CASE SECONDS [WORKERS]
     python benchmarks/bench_starting_pool.py segment CASE
     python benchmarks/bench_starting_pool.py schedule-prices CASE
     python benchmarks/bench_starting_pool.py subgradient CASE
@@ -13,7 +13,7 @@ Figures of ``benchmarks/README.md``, "Schedule search for the starting pool"::
   :mod:`fairsched.lp.pricing.schedule_search` when built, after each pass and at the end
   (29 s for its passes);
 - ``long``: column generation with tailing-off disabled for ``SECONDS``, its bounds every
-  10 s;
+  10 s (facility location rescaled to ``n = WORKERS`` as by ``bench_pricing.py --workers``);
 - ``segment``: a 120 s run, then the exact Lagrangian bound ``L(λ)`` (MILP to relative gap
   1e-5) at ``θ·λ_relax + (1 − θ)·λ_master`` for ``θ = 0.95, 0.8, 0.5, 0``: the relaxation's
   duals against the last master's;
@@ -76,15 +76,16 @@ def starts(case: str) -> None:
               f"{len(pool.columns)} distinct sets, {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def long_run(case: str, seconds: float) -> None:
+def long_run(case: str, seconds: float, workers: int | None = None) -> None:
     progress = printed_progress(time.perf_counter(), every=10.0)
     original = solve.column_generation
     solve.column_generation = functools.partial(original, tailing_off=None)
     try:
-        opt = fairsched.optimum(problem(case), gap=GAP, time_limit=seconds, progress=progress)
+        opt = fairsched.optimum(problem(case, workers=workers), gap=GAP, time_limit=seconds, progress=progress)
     finally:
         solve.column_generation = original
-    print(f"{opt.status}: value {opt.value:.6f}, upper bound {opt.upper_bound:.6f}, gap {opt.gap:.3e}")
+    print(f"{opt.status} after {opt.seconds:.1f} s: value {opt.value:.6f}, upper bound {opt.upper_bound:.6f}, "
+          f"gap {opt.gap:.3e}")
 
 
 def exact_bound(prob: Problem, lam: np.ndarray) -> tuple[float, float]:
@@ -246,7 +247,7 @@ if __name__ == "__main__":
         for name in rest or ["facility-location", "coverage", "mixture", "concave-log1p"]:
             starts(name)
     elif command == "long":
-        long_run(rest[0], float(rest[1]))
+        long_run(rest[0], float(rest[1]), *(int(value) for value in rest[2:3]))
     elif command == "segment":
         segment(rest[0])
     elif command == "schedule-prices":
