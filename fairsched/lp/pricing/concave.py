@@ -148,9 +148,7 @@ class ConcaveTerm(Term):
         if J == 0:
             return
         row = np.repeat(np.arange(J), np.diff(self.W.indptr))
-        matrix = sp.csr_array((np.concatenate([np.ones(J), -self.W.data]),
-                               (np.concatenate([np.arange(J), row]), np.concatenate([a, self.W.indices]))),
-                              shape=(J, model.num_col))
+        matrix = model.difference_rows(a, row, self.W.indices, self.W.data)
         model.add_rows(np.zeros(J), matrix, lower=np.zeros(J))
         zero = np.flatnonzero(self.lo <= 0)
         if zero.size:  # the chord through 0 and the least positive entry (module docstring)
@@ -184,11 +182,7 @@ class ConcaveTerm(Term):
 
     def _rows(self, model: MilpModel, terms: np.ndarray, slope: np.ndarray) -> sp.csr_array:
         """Left-hand sides ``t_j − slope·a_j`` for each (term, slope)."""
-        m = terms.size
-        return sp.csr_array((np.concatenate([np.ones(m), -slope]),
-                             (np.concatenate([np.arange(m), np.arange(m)]),
-                              np.concatenate([self.t[terms], self.a[terms]]))),
-                            shape=(m, model.num_col))
+        return model.difference_rows(self.t[terms], np.arange(terms.size), self.a[terms], slope)
 
     def start(self, x: np.ndarray) -> np.ndarray:
         sums = self.W @ x.astype(float)

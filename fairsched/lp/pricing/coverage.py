@@ -27,7 +27,6 @@ The local search's swap values and the gains use the sparse incidence only (``O(
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
 from fairsched.utilities.coverage import Coverage
@@ -100,12 +99,9 @@ class CoverageTerm(Term):
         if m == 0:
             return
         sub = coverers[self.elements]  # row j: the coverers of element j
-        count = np.diff(sub.indptr)
-        rows = np.concatenate([np.arange(m), np.repeat(np.arange(m), count)])
-        cols = np.concatenate([self.columns, sub.indices])
-        vals = np.concatenate([np.ones(m), -np.ones(sub.nnz)])
+        row = np.repeat(np.arange(m), np.diff(sub.indptr))
         # row j: z_j − Σ_{u covers e_j} x_u <= 0
-        model.add_rows(np.zeros(m), sp.csr_array((vals, (rows, cols)), shape=(m, model.num_col)))
+        model.add_rows(np.zeros(m), model.difference_rows(self.columns, row, sub.indices, np.ones(sub.nnz)))
         self._sub = sub
 
     def start(self, x: np.ndarray) -> np.ndarray:

@@ -127,12 +127,7 @@ class FacilityTerm(Term):
             which, level = points[fresh], tau[fresh]
             excess = self.residual[which] - level[:, None]
             row, col = np.nonzero(excess > 0)
-            m = which.size
-            matrix = sp.csr_array((np.concatenate([np.ones(m), -excess[row, col]]),
-                                   (np.concatenate([np.arange(m), row]),
-                                    np.concatenate([self.columns[which], col]))),
-                                  shape=(m, model.num_col))
-            return level, matrix
+            return level, model.difference_rows(self.columns[which], row, col, excess[row, col])
 
         return model.add_cuts([(self, int(i), float(t)) for i, t in zip(points, tau)], rows)
 

@@ -164,6 +164,16 @@ class MilpModel:
                        matrix.data.astype(float))
         return m
 
+    def difference_rows(self, own: np.ndarray, row: np.ndarray, col: np.ndarray,
+                        coefficients: np.ndarray) -> sp.csr_array:
+        """Left-hand sides ``v_{own_i} − Σ_{(i, c)} coefficient·v_c``, one row per entry of
+        ``own``, the entries ``(row, col, coefficients)`` in coordinate form: the shape of every
+        term's linking rows (a column bounded by a combination of others)."""
+        m = own.size
+        return sp.csr_array((np.concatenate([np.ones(m), -np.asarray(coefficients, dtype=float)]),
+                             (np.concatenate([np.arange(m), row]), np.concatenate([own, col]))),
+                            shape=(m, self.num_col))
+
     @property
     def num_row(self) -> int:
         """Rows of the model, the pool's included."""
