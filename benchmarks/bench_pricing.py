@@ -99,9 +99,15 @@ def mixture_table(n: int = 100, k: int = 10, seed: int = 0) -> dict[str, Any]:
 
 
 #: the cases, each a table from the generators' seed (0: the instances of the figures quoted)
+def facility_location_table(workers: int, seed: int = 0) -> dict[str, Any]:
+    """The facility-location case's proportions at ``n = workers``: ``k = n/10``, ``n/2`` points."""
+    return facility_location_instance(n=workers, k=max(1, workers // 10), points=max(1, workers // 2),
+                                      seed=seed)
+
+
 CASES = {
     "coverage": lambda seed=0: coverage_instance(n=1000, k=50, elements=2000, seed=seed),
-    "facility-location": lambda seed=0: facility_location_instance(n=400, k=40, points=200, seed=seed),
+    "facility-location": lambda seed=0: facility_location_table(400, seed),
     "concave-sqrt": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="sqrt",
                                                             seed=seed),
     "concave-log1p": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="log1p",
@@ -112,13 +118,12 @@ CASES = {
 
 def problem(case: str, seed: int = 0, workers: int | None = None) -> Problem:
     """The case's instance; ``workers`` rescales facility location to ``n = workers`` with the
-    case's proportions (``k = n/10``, ``n/2`` points)."""
+    case's proportions (:func:`facility_location_table`)."""
     if workers is None:
         return problem_from_table(CASES[case](seed=seed))
     if case != "facility-location":
         raise ValueError(f"only facility-location can be rescaled, not {case!r}")
-    return problem_from_table(facility_location_instance(n=workers, k=max(1, workers // 10),
-                                                         points=max(1, workers // 2), seed=seed))
+    return problem_from_table(facility_location_table(workers, seed))
 
 
 @contextlib.contextmanager

@@ -202,14 +202,14 @@ def bundle(case: str, steps: int = 60, search: float = 0.0, t: float = 1.0) -> N
         """The heuristic's L at λ: the best of its sets and of every set seen so far."""
         nonlocal masks, values
         found = heuristic(lam)
-        sets = [found.columns]
+        masks, values = np.vstack([masks, found.columns]), np.concatenate([values, found.values])
         if search > 0:
             climbed = heuristic.perturbed(lam, found.columns[0], rounds=10**9,
                                           stop=time.perf_counter() + search, seed=1)
-            sets += [np.array(climbed)] if climbed else []
-        sets = np.vstack(sets)
-        masks = np.vstack([masks, sets])
-        values = np.concatenate([values, prob.utility.values(sets)])
+            if climbed:
+                climbed = np.array(climbed)
+                masks = np.vstack([masks, climbed])
+                values = np.concatenate([values, prob.utility.values(climbed)])
         return float(np.max(values + masks @ lam) - lam @ r)
 
     center = np.asarray(oracle.relaxation_duals(r), float)
