@@ -395,25 +395,31 @@ class MilpPricing(PricingOracle):
 
     def _relaxation_rounds(self, stop: float) -> float:
         """Cut the LP relaxation at its optimum for up to :data:`LP_CUT_ROUNDS` rounds; its bound."""
+        return self._cut_relaxation(stop)[1]
+
+    def _cut_relaxation(self, stop: float) -> tuple[highspy.HighsSolution | None, float]:
+        """Solve the LP relaxation and add the rows violated at its optimum, for up to
+        :data:`LP_CUT_ROUNDS` rounds or until ``stop``: the last optimal solution (``None`` once
+        a solve is not optimal) and the relaxation's bound, its value when no row was violated
+        there (``inf`` otherwise: the rows just added may lower it)."""
         h = self.h
         h.changeColsIntegrality(self.n, self._x_index, np.zeros(self.n, dtype=np.uint8))
-        bound = math.inf
+        solution = None
         try:
             for _ in range(LP_CUT_ROUNDS):
                 if not self._set_time_limit(stop):
                     break
                 h.run()
                 if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                    break
+                    return None, math.inf
                 bound = float(h.getInfo().objective_function_value)
                 solution = h.getSolution()
                 self.model.note_binding(solution.row_value)
                 if self._separate(np.asarray(solution.col_value)) == 0:
-                    break
-                bound = math.inf  # the rows just added may lower it
+                    return solution, bound
+            return solution, math.inf
         finally:
             h.changeColsIntegrality(self.n, self._x_index, np.ones(self.n, dtype=np.uint8))
-        return bound
 
     def price(self, lam: np.ndarray, target: float | None = None,
               enough: float | None = None) -> PricingResult:
@@ -559,25 +565,15 @@ class MilpPricing(PricingOracle):
         idx = self._x_index
         h.changeColsCost(self.n, idx, self.model.x_cost)
         h.changeColsBounds(self.n, idx, r, np.ones(self.n))
-        h.changeColsIntegrality(self.n, idx, np.zeros(self.n, dtype=np.uint8))
-        set_option(h, "time_limit", highspy.kHighsInf)
         try:
-            lam = np.zeros(self.n)
-            for _ in range(LP_CUT_ROUNDS):
-                h.run()
-                if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                    return np.zeros(self.n)
-                solution = h.getSolution()
-                self.model.note_binding(solution.row_value)
-                col = np.asarray(solution.col_value)
-                lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
-                lam[col[: self.n] > r + 1e-9] = 0.0
-                if self._separate(col) == 0:
-                    break
-            return lam
+            solution, _ = self._cut_relaxation(math.inf)
         finally:
             h.changeColsBounds(self.n, idx, np.zeros(self.n), np.ones(self.n))
-            h.changeColsIntegrality(self.n, idx, np.ones(self.n, dtype=np.uint8))
+        if solution is None:
+            return np.zeros(self.n)
+        lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
+        lam[np.asarray(solution.col_value)[: self.n] > r + 1e-9] = 0.0
+        return lam
 
 
 def _at_most(upper: float, enough: float | None) -> bool:
