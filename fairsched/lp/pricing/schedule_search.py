@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fairsched.lp.pricing.initial import StartingPool, priority_order
+from fairsched.lp.pricing.initial import Priority, StartingPool, priority_order
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
 
@@ -77,12 +77,13 @@ def floor_counts(r: np.ndarray, rounds: int) -> np.ndarray:
 
 
 def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: int,
-                     rng: np.random.Generator) -> np.ndarray:
+                     rng: np.random.Generator, priority: Priority | None = None) -> np.ndarray:
     """``rounds`` boolean masks of ``k`` workers in which every ``u`` appears at least
     ``counts[u]`` times (step 1 of the module docstring); requires ``Σ counts <= k·rounds``
-    and ``counts <= rounds``."""
+    and ``counts <= rounds``.  ``priority`` is
+    :func:`~fairsched.lp.pricing.initial.priority_order`'s answer, computed here when not given."""
     n = utility.n
-    _, _, fill_order = priority_order(utility, k)
+    _, _, fill_order = priority_order(utility, k) if priority is None else priority
     # ties among equal deficits go to a fixed random order, so alike workers take turns
     tie_order = rng.permutation(n)
     deficit = counts.astype(np.int64).copy()
@@ -105,7 +106,7 @@ def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: i
 def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: SwapGains, *,
                     rounds: int | None = None, deadline: float | None = None,
                     max_passes: int = MAX_PASSES, beat: float | None = None,
-                    seed: int = 0) -> StartingPool | None:
+                    seed: int = 0, priority: Priority | None = None) -> StartingPool | None:
     """The schedule of the module docstring as a starting pool: its distinct sets, each
     weighted by the share of rounds it fills, and their ``f``.
 
@@ -119,7 +120,8 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     pass is abandoned (``None``): where the systematic sample starts higher, the search's
     time and columns cost more than they bring (concave of modular, ``n = 100``: 1.7e-3 at
     120 s with them, against optimal at 1e-4 in about 100 s without).  Seeded by ``seed``:
-    without a deadline the same call gives the same pool.
+    without a deadline the same call gives the same pool.  ``priority`` goes to
+    :func:`initial_schedule`.
     """
     n = utility.n
     r = np.asarray(r, dtype=float)
@@ -131,7 +133,7 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     if counts.sum() > k * rounds or (counts > rounds).any():
         return None
     rng = np.random.default_rng([seed, 29])
-    masks = initial_schedule(utility, k, counts, rounds, rng)
+    masks = initial_schedule(utility, k, counts, rounds, rng, priority)
     if swap_gains(masks[0]) is None:
         return None
     values = utility.values(masks)
