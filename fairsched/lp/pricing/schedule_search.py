@@ -113,8 +113,9 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     ``rounds`` defaults to :func:`default_rounds`.  Returns
     ``None`` when no schedule of that many rounds meets the rounded-up floors (``Σ ⌈r_u·T⌉ >
     k·T``, e.g. ``Σ r = k`` with floors that do not divide ``T``), when a round's swap
-    values would exceed :data:`MAX_SWAPS` or ``swap_gains`` gives none.  The swaps stop
-    after ``max_passes``, after :data:`MAX_SWAP_VALUES` swap values or at ``deadline`` (a
+    values would exceed :data:`MAX_SWAPS` or ``swap_gains`` gives none (``None``, for every
+    ``k``-set or for none).  The swaps stop after ``max_passes``, after
+    :data:`MAX_SWAP_VALUES` swap values or at ``deadline`` (a
     ``time.perf_counter()`` value); the schedule reached by then is returned.  With ``beat``
     (the value of another starting distribution), a schedule worth less after its first
     pass is abandoned (``None``): where the systematic sample starts higher, the search's
@@ -134,21 +135,28 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
         return None
     rng = np.random.default_rng([seed, 29])
     masks = initial_schedule(utility, k, counts, rounds, rng, priority)
-    if swap_gains(masks[0]) is None:
+    # the first pass's order is drawn before the passes: the swap values of its first round
+    # tell whether there are any, and are that step's
+    order = rng.permutation(rounds)
+    gains = swap_gains(masks[order[0]])
+    if gains is None:
         return None
     values = utility.values(masks)
     chosen = masks.sum(axis=0)
     steps = MAX_SWAP_VALUES // (2 * k * (n - k))
-    for _ in range(max_passes):
+    for done in range(max_passes):
         gained, scale = 0.0, max(1.0, float(np.abs(values).mean()))
-        for t in rng.permutation(rounds):
+        if done:
+            order = rng.permutation(rounds)
+        for t in order:
             steps -= 1
             if steps < 0 or (deadline is not None and time.perf_counter() > deadline):
                 return None if beat is not None and values.mean() < beat else _pool(utility, masks)
             partner = int(rng.integers(rounds - 1)) if rounds > 1 else -1
             partner += partner >= t
             gained += _best_swap(masks, values, chosen, counts, int(t), partner, swap_gains,
-                                 1e-12 * scale)
+                                 1e-12 * scale, gains)
+            gains = None
         if beat is not None and values.mean() < beat:
             return None
         beat = None
@@ -158,11 +166,14 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
 
 
 def _best_swap(masks: np.ndarray, values: np.ndarray, chosen: np.ndarray, counts: np.ndarray,
-               t: int, partner: int, swap_gains: SwapGains, tol: float) -> float:
+               t: int, partner: int, swap_gains: SwapGains, tol: float,
+               gains: np.ndarray | None = None) -> float:
     """Make the best swap of round ``t`` alone or with ``partner`` (module docstring, step 2)
-    when it gains more than ``tol``; returns the gain (0 if none)."""
+    when it gains more than ``tol``; returns the gain (0 if none).  ``gains``: round ``t``'s
+    swap values, when already known."""
     mask = masks[t]
-    gains = swap_gains(mask)
+    if gains is None:
+        gains = swap_gains(mask)
     inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
     spare = chosen[inside] > counts[inside]
     best, move = tol, None
