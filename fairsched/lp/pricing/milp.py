@@ -119,7 +119,8 @@ class MilpModel:
     Rows added through :meth:`add_cuts` after :meth:`freeze` form the **cut pool**: each has a
     key (no key twice), :meth:`note_binding` marks the cuts binding at a solution as used, and
     :meth:`drop_idle_cuts` trims the pool to a number of rows by deleting the cuts not used
-    since its last call, least recently used first (module docstring, "Cut pool").
+    since its last call, least recently used first (module docstring, "Cut pool");
+    :meth:`cut_pool` gives a copy of that state.
     """
 
     def __init__(self, n: int, k: int):
@@ -183,6 +184,12 @@ class MilpModel:
     def num_cuts(self) -> int:
         """Rows in the cut pool (added after :meth:`freeze`)."""
         return len(self._cut_keys)
+
+    def cut_pool(self) -> tuple[list[Hashable], np.ndarray, int, bool]:
+        """A copy of the cut pool's state: the cuts' keys in row order, the epoch each was last
+        used in (added, or binding at a noted solution), the current epoch (drops so far) and
+        whether a solution was noted since the last drop."""
+        return list(self._cut_keys), self._last_used.copy(), self._epoch, self._noted
 
     def add_cuts(self, keys: Sequence[Hashable],
                  rows: Callable[[np.ndarray], tuple[np.ndarray, sp.csr_array]]) -> int:
