@@ -47,10 +47,9 @@ def last_call(case: str, seconds: float) -> dict:
     start = time.perf_counter()
 
     def keep(call, self, lam, *args, **kwargs):
-        model = self.model
+        keys, last_used, epoch, noted = self.model.cut_pool()
         seen.update(lam=np.array(lam), options=dict(kwargs), at=time.perf_counter() - start,
-                    keys=[(key[1], key[2]) for key in model._cut_keys],
-                    last_used=model._last_used.copy(), epoch=model._epoch, noted=model._noted)
+                    keys=[(key[1], key[2]) for key in keys], last_used=last_used, epoch=epoch, noted=noted)
         return call(self, lam, *args, **kwargs)
 
     limit, milp.CUT_POOL_ROWS = milp.CUT_POOL_ROWS, UNLIMITED

@@ -31,6 +31,7 @@ from fairsched.errors import (
 )
 from fairsched.lp.availability import availability_optimum
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.lp.pricing.initial import priority_order
 from fairsched.lp.pricing.schedule_search import better_start, schedule_search
 from fairsched.lp.result import Optimum
 from fairsched.problem import Problem
@@ -288,14 +289,16 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
         # into the certified bound, so it is kept below the requested gap.
         oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
+    priority = priority_order(problem.utility, problem.k)
     # the search for a better starting sample is optional: at most a quarter of the budget
-    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25))
+    pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25),
+                        priority=priority)
     heuristic = getattr(oracle, "heuristic", None)
     if heuristic is not None and problem.caps is None:
         # where pricing needs a MILP the master climbs slowly from the sample: a whole
         # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
-                                   deadline=until(SCHEDULE_SHARE), beat=pool.value())
+                                   deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority)
         pool = better_start(pool, schedule)
     guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
     try:

@@ -44,6 +44,9 @@ GREEDY_WITH_POOL = 200_000
 #: no sparse evaluation (16 MiB of masks)
 MASK_CHUNK = 1 << 24
 
+#: what :func:`priority_order` returns
+Priority = tuple[np.ndarray, np.ndarray, np.ndarray]
+
 
 @dataclass(frozen=True, eq=False)
 class StartingPool:
@@ -170,13 +173,14 @@ def column_values(utility: SetFunction, columns: Columns) -> np.ndarray:
     return out
 
 
-def priority_order(utility: SetFunction, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def priority_order(utility: SetFunction, k: int) -> Priority:
     """(greedy set, workers by decreasing ``f({u})``, the greedy workers in that order
     followed by the others in that order).
 
     ``f({u}) = utility.gains(∅)`` since ``f(∅) = 0``.  The last order is the one in which
     spare selection probability (:func:`starting_point`) and spare places in a round
-    (:func:`~fairsched.lp.pricing.schedule_search.initial_schedule`) are handed out.
+    (:func:`~fairsched.lp.pricing.schedule_search.initial_schedule`) are handed out; both
+    take it as ``priority`` so that a caller of both runs the greedy once.
     """
     if type(utility) is AccuracyUtility:
         # f(S) = g(L(S)) with g increasing: every greedy step takes the largest size left, so
@@ -191,29 +195,32 @@ def priority_order(utility: SetFunction, k: int) -> tuple[np.ndarray, np.ndarray
     return greedy, rank, np.concatenate([rank[in_greedy[rank]], rank[~in_greedy[rank]]])
 
 
-def starting_point(utility: SetFunction, k: int, r: np.ndarray,
-                   caps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def starting_point(utility: SetFunction, k: int, r: np.ndarray, caps: np.ndarray | None = None,
+                   priority: Priority | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(greedy set, inclusion probabilities ``x``, layout order) of the starting sample.
 
     ``x = r`` plus the spare ``k − Σ r`` given, up to the cap ``c_u`` (default 1) each, to the
     greedy workers first and then to the others by decreasing ``f({u})`` (``= utility.gains(∅)``,
     since ``f(∅) = 0``); so ``r <= x <= c`` and ``Σ x = k`` whenever ``Σ c >= k``.
+    ``priority`` is :func:`priority_order`'s answer for ``utility`` and ``k``, computed here
+    when not given.
     """
     n = utility.n
     r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
     upper = np.ones(n) if caps is None else np.clip(np.asarray(caps, dtype=float), r, 1.0)
-    greedy, rank, priority = priority_order(utility, k)
-    room = (upper - r)[priority]
+    greedy, rank, order = priority_order(utility, k) if priority is None else priority
+    room = (upper - r)[order]
     spare = max(0.0, k - float(r.sum()))
     # fill in priority order: each takes min(room, what is left), vectorised by cumulative sums
     before = np.concatenate([[0.0], np.cumsum(room)[:-1]])
     x = r.copy()
-    x[priority] += np.clip(spare - before, 0.0, room)
+    x[order] += np.clip(spare - before, 0.0, room)
     return greedy, x, rank
 
 
 def initial_pool(utility: SetFunction, k: int, r: np.ndarray, *, work: int = SPLIT_WORK,
-                 deadline: float | None = None, caps: np.ndarray | None = None) -> StartingPool:
+                 deadline: float | None = None, caps: np.ndarray | None = None,
+                 priority: Priority | None = None) -> StartingPool:
     """Greedy set plus the best systematic sample of :func:`starting_point`, weighted to meet ``r``.
 
     The plain sample and antithetic ones (``split`` of :func:`systematic_columns`) at a grid
@@ -222,10 +229,10 @@ def initial_pool(utility: SetFunction, k: int, r: np.ndarray, *, work: int = SPL
     and the search is skipped or cut short at ``deadline`` (a ``time.perf_counter()`` value):
     only the greedy set and the plain sample, ``O(n·k)``, are always built, since without
     them there is no feasible distribution to report.  With ``caps`` the sample's marginals
-    also stay below them (:func:`starting_point`).
+    also stay below them (:func:`starting_point`, which ``priority`` is passed on to).
     """
     n = utility.n
-    greedy, x, rank = starting_point(utility, k, r, caps)
+    greedy, x, rank = starting_point(utility, k, r, caps, priority)
     # Sampling in order of singleton value: consecutive workers are alike, so every sample
     # draws one worker from each stratum of alike ones and the samples are balanced.
     sampled, weights = systematic_columns(x, k, order=rank)

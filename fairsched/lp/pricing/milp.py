@@ -119,7 +119,8 @@ class MilpModel:
     Rows added through :meth:`add_cuts` after :meth:`freeze` form the **cut pool**: each has a
     key (no key twice), :meth:`note_binding` marks the cuts binding at a solution as used, and
     :meth:`drop_idle_cuts` trims the pool to a number of rows by deleting the cuts not used
-    since its last call, least recently used first (module docstring, "Cut pool").
+    since its last call, least recently used first (module docstring, "Cut pool");
+    :meth:`cut_pool` gives a copy of that state.
     """
 
     def __init__(self, n: int, k: int):
@@ -183,6 +184,12 @@ class MilpModel:
     def num_cuts(self) -> int:
         """Rows in the cut pool (added after :meth:`freeze`)."""
         return len(self._cut_keys)
+
+    def cut_pool(self) -> tuple[list[Hashable], np.ndarray, int, bool]:
+        """A copy of the cut pool's state: the cuts' keys in row order, the epoch each was last
+        used in (added, or binding at a noted solution), the current epoch (drops so far) and
+        whether a solution was noted since the last drop."""
+        return list(self._cut_keys), self._last_used.copy(), self._epoch, self._noted
 
     def add_cuts(self, keys: Sequence[Hashable],
                  rows: Callable[[np.ndarray], tuple[np.ndarray, sp.csr_array]]) -> int:
@@ -395,25 +402,31 @@ class MilpPricing(PricingOracle):
 
     def _relaxation_rounds(self, stop: float) -> float:
         """Cut the LP relaxation at its optimum for up to :data:`LP_CUT_ROUNDS` rounds; its bound."""
+        return self._cut_relaxation(stop)[1]
+
+    def _cut_relaxation(self, stop: float) -> tuple[highspy.HighsSolution | None, float]:
+        """Solve the LP relaxation and add the rows violated at its optimum, for up to
+        :data:`LP_CUT_ROUNDS` rounds or until ``stop``: the last optimal solution (``None`` once
+        a solve is not optimal) and the relaxation's bound, its value when no row was violated
+        there (``inf`` otherwise: the rows just added may lower it)."""
         h = self.h
         h.changeColsIntegrality(self.n, self._x_index, np.zeros(self.n, dtype=np.uint8))
-        bound = math.inf
+        solution = None
         try:
             for _ in range(LP_CUT_ROUNDS):
                 if not self._set_time_limit(stop):
                     break
                 h.run()
                 if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                    break
+                    return None, math.inf
                 bound = float(h.getInfo().objective_function_value)
                 solution = h.getSolution()
                 self.model.note_binding(solution.row_value)
                 if self._separate(np.asarray(solution.col_value)) == 0:
-                    break
-                bound = math.inf  # the rows just added may lower it
+                    return solution, bound
+            return solution, math.inf
         finally:
             h.changeColsIntegrality(self.n, self._x_index, np.ones(self.n, dtype=np.uint8))
-        return bound
 
     def price(self, lam: np.ndarray, target: float | None = None,
               enough: float | None = None) -> PricingResult:
@@ -559,25 +572,15 @@ class MilpPricing(PricingOracle):
         idx = self._x_index
         h.changeColsCost(self.n, idx, self.model.x_cost)
         h.changeColsBounds(self.n, idx, r, np.ones(self.n))
-        h.changeColsIntegrality(self.n, idx, np.zeros(self.n, dtype=np.uint8))
-        set_option(h, "time_limit", highspy.kHighsInf)
         try:
-            lam = np.zeros(self.n)
-            for _ in range(LP_CUT_ROUNDS):
-                h.run()
-                if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                    return np.zeros(self.n)
-                solution = h.getSolution()
-                self.model.note_binding(solution.row_value)
-                col = np.asarray(solution.col_value)
-                lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
-                lam[col[: self.n] > r + 1e-9] = 0.0
-                if self._separate(col) == 0:
-                    break
-            return lam
+            solution, _ = self._cut_relaxation(math.inf)
         finally:
             h.changeColsBounds(self.n, idx, np.zeros(self.n), np.ones(self.n))
-            h.changeColsIntegrality(self.n, idx, np.ones(self.n, dtype=np.uint8))
+        if solution is None:
+            return np.zeros(self.n)
+        lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
+        lam[np.asarray(solution.col_value)[: self.n] > r + 1e-9] = 0.0
+        return lam
 
 
 def _at_most(upper: float, enough: float | None) -> bool:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fairsched.lp.pricing.initial import StartingPool, priority_order
+from fairsched.lp.pricing.initial import Priority, StartingPool, priority_order
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
 
@@ -77,12 +77,13 @@ def floor_counts(r: np.ndarray, rounds: int) -> np.ndarray:
 
 
 def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: int,
-                     rng: np.random.Generator) -> np.ndarray:
+                     rng: np.random.Generator, priority: Priority | None = None) -> np.ndarray:
     """``rounds`` boolean masks of ``k`` workers in which every ``u`` appears at least
     ``counts[u]`` times (step 1 of the module docstring); requires ``Σ counts <= k·rounds``
-    and ``counts <= rounds``."""
+    and ``counts <= rounds``.  ``priority`` is
+    :func:`~fairsched.lp.pricing.initial.priority_order`'s answer, computed here when not given."""
     n = utility.n
-    _, _, fill_order = priority_order(utility, k)
+    _, _, fill_order = priority_order(utility, k) if priority is None else priority
     # ties among equal deficits go to a fixed random order, so alike workers take turns
     tie_order = rng.permutation(n)
     deficit = counts.astype(np.int64).copy()
@@ -105,21 +106,23 @@ def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: i
 def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: SwapGains, *,
                     rounds: int | None = None, deadline: float | None = None,
                     max_passes: int = MAX_PASSES, beat: float | None = None,
-                    seed: int = 0) -> StartingPool | None:
+                    seed: int = 0, priority: Priority | None = None) -> StartingPool | None:
     """The schedule of the module docstring as a starting pool: its distinct sets, each
     weighted by the share of rounds it fills, and their ``f``.
 
     ``rounds`` defaults to :func:`default_rounds`.  Returns
     ``None`` when no schedule of that many rounds meets the rounded-up floors (``Σ ⌈r_u·T⌉ >
     k·T``, e.g. ``Σ r = k`` with floors that do not divide ``T``), when a round's swap
-    values would exceed :data:`MAX_SWAPS` or ``swap_gains`` gives none.  The swaps stop
-    after ``max_passes``, after :data:`MAX_SWAP_VALUES` swap values or at ``deadline`` (a
+    values would exceed :data:`MAX_SWAPS` or ``swap_gains`` gives none (``None``, for every
+    ``k``-set or for none).  The swaps stop after ``max_passes``, after
+    :data:`MAX_SWAP_VALUES` swap values or at ``deadline`` (a
     ``time.perf_counter()`` value); the schedule reached by then is returned.  With ``beat``
     (the value of another starting distribution), a schedule worth less after its first
     pass is abandoned (``None``): where the systematic sample starts higher, the search's
     time and columns cost more than they bring (concave of modular, ``n = 100``: 1.7e-3 at
     120 s with them, against optimal at 1e-4 in about 100 s without).  Seeded by ``seed``:
-    without a deadline the same call gives the same pool.
+    without a deadline the same call gives the same pool.  ``priority`` goes to
+    :func:`initial_schedule`.
     """
     n = utility.n
     r = np.asarray(r, dtype=float)
@@ -131,22 +134,29 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     if counts.sum() > k * rounds or (counts > rounds).any():
         return None
     rng = np.random.default_rng([seed, 29])
-    masks = initial_schedule(utility, k, counts, rounds, rng)
-    if swap_gains(masks[0]) is None:
+    masks = initial_schedule(utility, k, counts, rounds, rng, priority)
+    # the first pass's order is drawn before the passes: the swap values of its first round
+    # tell whether there are any, and are that step's
+    order = rng.permutation(rounds)
+    gains = swap_gains(masks[order[0]])
+    if gains is None:
         return None
     values = utility.values(masks)
     chosen = masks.sum(axis=0)
     steps = MAX_SWAP_VALUES // (2 * k * (n - k))
-    for _ in range(max_passes):
+    for done in range(max_passes):
         gained, scale = 0.0, max(1.0, float(np.abs(values).mean()))
-        for t in rng.permutation(rounds):
+        if done:
+            order = rng.permutation(rounds)
+        for t in order:
             steps -= 1
             if steps < 0 or (deadline is not None and time.perf_counter() > deadline):
                 return None if beat is not None and values.mean() < beat else _pool(utility, masks)
             partner = int(rng.integers(rounds - 1)) if rounds > 1 else -1
             partner += partner >= t
             gained += _best_swap(masks, values, chosen, counts, int(t), partner, swap_gains,
-                                 1e-12 * scale)
+                                 1e-12 * scale, gains)
+            gains = None
         if beat is not None and values.mean() < beat:
             return None
         beat = None
@@ -156,11 +166,14 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
 
 
 def _best_swap(masks: np.ndarray, values: np.ndarray, chosen: np.ndarray, counts: np.ndarray,
-               t: int, partner: int, swap_gains: SwapGains, tol: float) -> float:
+               t: int, partner: int, swap_gains: SwapGains, tol: float,
+               gains: np.ndarray | None = None) -> float:
     """Make the best swap of round ``t`` alone or with ``partner`` (module docstring, step 2)
-    when it gains more than ``tol``; returns the gain (0 if none)."""
+    when it gains more than ``tol``; returns the gain (0 if none).  ``gains``: round ``t``'s
+    swap values, when already known."""
     mask = masks[t]
-    gains = swap_gains(mask)
+    if gains is None:
+        gains = swap_gains(mask)
     inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
     spare = chosen[inside] > counts[inside]
     best, move = tol, None
