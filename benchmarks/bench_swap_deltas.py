@@ -14,7 +14,9 @@ against a baseline run in the same process on the same sets:
 - with ``--against REV``, the same function at git revision ``REV`` of this repository
   (its module read with ``git show``), and whether the two matrices are **bitwise equal**.
 
-Both are checked against each other (to 1e-9 relative for the brute force).  Why: in the
+Both are checked against each other (to 1e-9 relative for the brute force).  With
+``--against``, facility location's ``values`` of the ``M`` sets in one batch (the columns a
+pricing call ranks) is timed the same way against its class at ``REV``.  Why: in the
 coverage + facility-location mixture at ``n = 100`` the swap values were 40% of a
 column-generation run (``python -m cProfile -s tottime benchmarks/bench_pricing.py --seed 2
 mixture``), most of it scipy building a sparse matrix per call rather than arithmetic.
@@ -30,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +42,7 @@ import bench_pricing  # noqa: E402
 
 from fairsched.lp.pricing import swap_deltas_for  # noqa: E402
 from fairsched.lp.pricing.greedy import SWAP_LIMIT, GreedyPricing  # noqa: E402
-from fairsched.utilities import Mixture  # noqa: E402
+from fairsched.utilities import FacilityLocation, Mixture  # noqa: E402
 from fairsched.utilities.base import SetFunction  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -50,6 +53,7 @@ MODULES = {"Coverage": "fairsched/lp/pricing/coverage.py",
            "FacilityLocation": "fairsched/lp/pricing/facility_location.py",
            "ConcaveModular": "fairsched/lp/pricing/concave.py"}
 FUNCTIONS = {"Coverage": "swap_deltas", "FacilityLocation": "swap_deltas", "ConcaveModular": "concave_swap_deltas"}
+VALUES_MODULE = "fairsched/utilities/facility_location.py"
 
 
 def components(utility: SetFunction) -> list[SetFunction]:
@@ -57,19 +61,24 @@ def components(utility: SetFunction) -> list[SetFunction]:
     return list(utility.components) if isinstance(utility, Mixture) else [utility]
 
 
-def at_revision(kind: str, revision: str) -> Callable[[SetFunction, np.ndarray], np.ndarray]:
-    """The closed form of ``kind`` as it was at git ``revision`` (a fresh module from ``git show``)."""
-    path = MODULES[kind]
+def module_at(path: str, revision: str) -> Any:
+    """The repository's module at ``path`` as it was at git ``revision`` (loaded afresh from
+    ``git show``)."""
     source = subprocess.run(["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True,
                             capture_output=True, text=True).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(source)
-    name = f"_swap_deltas_at_{kind}"
+    name = f"_at_{revision}_{path.replace('/', '_').removesuffix('.py')}"
     spec = importlib.util.spec_from_file_location(name, handle.name)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses in the module look themselves up there
     spec.loader.exec_module(module)
-    return getattr(module, FUNCTIONS[kind])
+    return module
+
+
+def at_revision(kind: str, revision: str) -> Callable[[SetFunction, np.ndarray], np.ndarray]:
+    """The closed form of ``kind`` as it was at git ``revision``."""
+    return getattr(module_at(MODULES[kind], revision), FUNCTIONS[kind])
 
 
 def per_call(function: Callable[[np.ndarray], np.ndarray], masks: list[np.ndarray], repeat: int) -> float:
@@ -123,12 +132,26 @@ def measure(case: str, against: str | None = None, count: int = 30, repeat: int 
         rows.append({"case": case, "kind": kind, "n": problem.n, "k": problem.k, "baseline": label,
                      "closed_ms": 1e3 * closed_seconds, "baseline_ms": 1e3 * baseline_seconds,
                      "ratio": baseline_seconds / closed_seconds, "agree": agree})
+        if against is not None and isinstance(utility, FacilityLocation):
+            rows.append(values_row(case, utility, problem.k, np.array(masks), against, repeat))
     return rows
+
+
+def values_row(case: str, utility: FacilityLocation, k: int, masks: np.ndarray, against: str,
+               repeat: int) -> dict:
+    """``utility.values`` of all ``masks`` in one batch against the class at ``against``."""
+    old = module_at(VALUES_MODULE, against).FacilityLocation(utility.similarity)
+    agree = bool(np.array_equal(utility.values(masks), old.values(masks)))
+    new_seconds = per_call(utility.values, [masks], repeat * 10)
+    old_seconds = per_call(old.values, [masks], repeat * 10)
+    return {"case": case, "kind": f"values of {masks.shape[0]}", "n": utility.n, "k": k,
+            "baseline": f"at {against}", "closed_ms": 1e3 * new_seconds, "baseline_ms": 1e3 * old_seconds,
+            "ratio": old_seconds / new_seconds, "agree": agree}
 
 
 def report(row: dict) -> None:
     agreement = ("bitwise equal" if row["baseline"].startswith("at ") else "equal") if row["agree"] else "DIFFER"
-    print(f"{row['case']:26s} {row['kind']:16s} n={row['n']:5d} k={row['k']:3d}  closed form "
+    print(f"{row['case']:26s} {row['kind']:16s} n={row['n']:5d} k={row['k']:3d}  this checkout "
           f"{row['closed_ms']:7.3f} ms  {row['baseline']} {row['baseline_ms']:8.3f} ms  "
           f"ratio {row['ratio']:6.2f}  {agreement}", flush=True)
 

@@ -118,6 +118,19 @@ def test_values_match_naive(name, seed):
     assert f.value([]) == 0.0
 
 
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_values_of_equal_size_sets_match_naive(name):
+    """Batches of one set size, as pricing and local search evaluate them (facility location
+    gathers the members there), and a batch of one."""
+    f, naive = FAMILIES[name](np.random.default_rng(7))
+    sizes = ALL_MASKS.sum(axis=1)
+    for size in range(1, N + 1):
+        batch = ALL_MASKS[sizes == size]
+        want = np.array([naive(members(m)) for m in batch])
+        np.testing.assert_allclose(f.values(batch), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(f.values(batch[-1:]), want[-1:], rtol=1e-12, atol=1e-12)
+
+
 def test_gains_are_value_differences(family):
     f, _ = family
     vals = f.values(ALL_MASKS)

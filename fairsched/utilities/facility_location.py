@@ -58,6 +58,17 @@ class FacilityLocation(SetFunction):
         masks = as_masks(masks, self.n)
         points = self.similarity.shape[0]
         out = np.zeros(masks.shape[0], dtype=np.float64)
+        sizes = masks.sum(axis=1)
+        if sizes.size and sizes[0] > 0 and (sizes == sizes[0]).all():
+            # Sets of one size (k-sets, as pricing and local search evaluate them): gather
+            # their members, points·|S| per set instead of points·n, and sum each set's
+            # per-point maxima as one contiguous row, in the same order as the paths below.
+            size = int(sizes[0])
+            for rows in row_chunks(masks.shape[0], points * size, limit=_BROADCAST_LIMIT):
+                members = np.nonzero(masks[rows])[1].reshape(-1, size)
+                best = self.similarity[:, members].max(axis=2)
+                out[rows] = np.ascontiguousarray(best.T).sum(axis=1)
+            return out
         if points * self.n <= _BROADCAST_LIMIT:
             # Small matrices: since sim >= 0, zeroing the columns outside S leaves each row
             # max unchanged, and many sets are done in one vectorised block.

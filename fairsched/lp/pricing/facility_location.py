@@ -67,8 +67,8 @@ def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
     drop = np.minimum(0.0, np.maximum(sec[:, None], candidates) - cur[:, None])
     # Σ over the points each member serves best: a sparse product, O(points·n), no BLAS
     # threads (a dense (|S|, points) @ (points, n) product was 90% of the local search),
-    # its CSR written directly (points grouped by owner, in index order): building it from
-    # coordinates cost three times the product at n = 100
+    # its CSR written directly (points grouped by owner, in index order): built from
+    # coordinates, matrix and product took 64 µs at 50 points, 10 members, against 21 µs
     points = sim.shape[0]
     indptr = np.zeros(inside.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=inside.size), out=indptr[1:])
