@@ -59,6 +59,11 @@ Facility location rescaled (``--workers N``: ``k = N/10``, ``N/2`` points; seeds
 2026-12-03): optimal at ``n = 150`` and ``200`` (12.7-50.3 s), at ``n = 250`` on seed 1
 only (44.0 s; seed 0 5.34e-3 tailing-off), not at ``300`` (6.41e-3, 6.64e-3) nor ``400``
 (``benchmarks/README.md``, "Facility location: where the goal stops holding, and why").
+With the swap values computed without a sparse matrix per call (2026-12-03, a day the machine
+ran about 1.5x slower; one job at a time, alternating with 6382413): mixture certified in 8 of
+9 runs over seeds 0-2 (74.1-115.0 s; once 4.78e-3 at the limit), against 6 of 9 before;
+coverage optimal in 7.8 s (10.0 s); facility location 5.93e-3 tailing-off at 103.0 s
+(``benchmarks/README.md``, "Swap values without a sparse matrix built per call").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]
