@@ -63,7 +63,9 @@ With the swap values computed without a sparse matrix per call (2026-12-03, a da
 ran about 1.5x slower; one job at a time, alternating with 6382413): mixture certified in 8 of
 9 runs over seeds 0-2 (74.1-115.0 s; once 4.78e-3 at the limit), against 6 of 9 before;
 coverage optimal in 7.8 s (10.0 s); facility location 5.93e-3 tailing-off at 103.0 s
-(``benchmarks/README.md``, "Swap values without a sparse matrix built per call").
+With facility location's values gathered per member as well: mixture seeds 0-2 optimal in
+101.2, 94.5 and 93.2 s; concave log1p 102.0 s, sqrt 62.8 s (seed 0; unchanged code, the day's
+machine) (``benchmarks/README.md``, "Swap values without a sparse matrix built per call").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]
