@@ -66,13 +66,14 @@ def module_at(path: str, revision: str) -> Any:
     ``git show``)."""
     source = subprocess.run(["git", "-C", str(REPOSITORY), "show", f"{revision}:{path}"], check=True,
                             capture_output=True, text=True).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(source)
     name = f"_at_{revision}_{path.replace('/', '_').removesuffix('.py')}"
-    spec = importlib.util.spec_from_file_location(name, handle.name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses in the module look themselves up there
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / f"{name}.py"
+        file.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses in the module look themselves up there
+        spec.loader.exec_module(module)
     return module
 
 
