@@ -64,6 +64,16 @@ def _as_int(x: int, name: str) -> int:
     return int(x)
 
 
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For compressed rows (``indptr`` of a CSR matrix or of :class:`Columns`): the sizes of
+    ``rows`` and the positions ``indptr[j], …, indptr[j + 1] − 1`` of their entries, row after
+    row, vectorised (no submatrix is built)."""
+    starts = indptr[rows]
+    sizes = indptr[rows + 1] - starts
+    first = np.cumsum(sizes) - sizes  # where each row's entries begin in the output
+    return sizes, np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(first - starts, sizes)
+
+
 class Columns:
     """0/1 columns (sets of workers) stored sparsely: a column is the sorted indices of its members.
 
@@ -162,13 +172,10 @@ class Columns:
         if self._width >= 0:
             rows = self.indices.reshape(len(self), self._width)[index]
             return Columns(self.n, np.arange(index.size + 1, dtype=np.int64) * self._width, rows.reshape(-1))
-        sizes = self.sizes()[index]
+        sizes, positions = row_positions(self.indptr, index)
         indptr = np.zeros(index.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=indptr[1:])
-        starts = self.indptr[:-1][index]
-        # positions start_j, ..., start_j + size_j - 1 of every chosen column, vectorised
-        offsets = np.arange(int(indptr[-1]), dtype=np.int64) - np.repeat(indptr[:-1], sizes)
-        return Columns(self.n, indptr, self.indices[np.repeat(starts, sizes) + offsets])
+        return Columns(self.n, indptr, self.indices[positions])
 
     def to_masks(self, index: np.ndarray | None = None) -> np.ndarray:
         """Dense (m, n) boolean masks of all columns or of ``index`` (O(m·n) memory)."""

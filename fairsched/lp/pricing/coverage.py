@@ -27,9 +27,9 @@ The local search's swap values and the gains use the sparse incidence only (``O(
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
+from fairsched.solvers.columns import row_positions
 from fairsched.utilities.coverage import Coverage
 
 
@@ -50,7 +50,8 @@ def swap_deltas(utility: Coverage, mask: np.ndarray) -> np.ndarray:
     gain = (incidence @ uncovered)[outside]
     # An element covered by one member u only is lost with u unless v covers it too.
     lone = np.flatnonzero((count == 1) & (weights != 0))
-    element, who = _entries(coverers, lone)
+    sizes, positions = row_positions(coverers.indptr, lone)  # rows read in place, no submatrix
+    element, who = np.repeat(np.arange(lone.size), sizes), coverers.indices[positions]
     is_member = mask[who]
     owner = np.empty(lone.size, dtype=np.int64)
     owner[element[is_member]] = who[is_member]
@@ -64,16 +65,6 @@ def swap_deltas(utility: Coverage, mask: np.ndarray) -> np.ndarray:
     shared = np.bincount(pair, weights=lone_weight[element[~is_member]],
                          minlength=inside.size * outside.size).reshape(inside.size, outside.size)
     return gain[None, :] - loss[:, None] + shared
-
-
-def _entries(matrix: sp.csr_array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stored entries of ``matrix[rows]`` as (position in ``rows``, column index), read
-    off ``indptr``/``indices`` without building the submatrix."""
-    starts = matrix.indptr[rows]
-    lengths = matrix.indptr[rows + 1] - starts
-    element = np.repeat(np.arange(rows.size), lengths)
-    offsets = np.arange(element.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return element, matrix.indices[np.repeat(starts, lengths) + offsets]
 
 
 class CoverageTerm(Term):
