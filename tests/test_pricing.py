@@ -429,3 +429,31 @@ def test_exact_calls_stay_exact_while_the_pool_is_purged(kind: str, monkeypatch)
         lam = np.maximum(0.0, lam + rng.normal(0.0, 0.1, n))
         check(oracle, utility, k, lam, must_be_exact=True)
     assert oracle.stats["dropped"] > 0
+
+
+def brute_force_pricing(utility: SetFunction, k: int, lam: np.ndarray) -> float:
+    masks = np.zeros((math.comb(utility.n, k), utility.n), dtype=bool)
+    for row, S in zip(masks, itertools.combinations(range(utility.n), k)):
+        row[list(S)] = True
+    return float((utility.values(masks) + masks @ lam).max())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_solve_stopped_at_its_enough_bound_does_not_stop_the_next(seed):
+    """HiGHS keeps a callback's interrupt flag across runs: after one solve stopped at the
+    caller's ``enough``, every later solve of the model used to stop at its first callback,
+    with nothing proved."""
+    rng = np.random.default_rng(seed)
+    n, k = 18, 5
+    utility = FacilityLocation(rng.uniform(0.0, 1.0, (40, n)) ** 2)
+    oracle = pricing_for(utility, k, "auto")
+    oracle.perturbations = 0
+    first, second = rng.uniform(0.0, 0.3, n), rng.uniform(0.0, 0.3, n)
+    best_first = brute_force_pricing(utility, k, first)
+    rounds = oracle.stats["rounds"]
+    stopped = oracle(first, enough=best_first + 1e-7)
+    assert oracle.stats["rounds"] > rounds  # the MILP ran, and stopped once its bound got there
+    assert best_first - 1e-9 <= stopped.upper_bound <= best_first + 1e-7
+    answer = oracle(second)
+    assert answer.exact
+    assert answer.upper_bound == pytest.approx(brute_force_pricing(utility, k, second), abs=1e-7)

@@ -592,8 +592,10 @@ def _callback(callback_type: object, message: str, data_out: object, data_in: ob
     """HiGHS callback: interrupt a solve whose dual bound has reached the caller's ``enough``
     (:meth:`MilpPricing.price`), and keep the integer solutions found during a solve."""
     if callback_type == highspy.cb.HighsCallbackType.kCallbackMipInterrupt:
-        if oracle._enough is not None and float(data_out.mip_dual_bound) <= oracle._enough:
-            data_in.user_interrupt = True
+        # assigned every time: HiGHS (1.16) keeps the flag across runs, so one interrupted
+        # solve would otherwise stop every later solve of the model at its first callback
+        data_in.user_interrupt = bool(oracle._enough is not None
+                                      and float(data_out.mip_dual_bound) <= oracle._enough)
         return
     _collect(data_out, oracle)
 
