@@ -483,6 +483,7 @@ def column_generation(
     value_lower_bound: float | None = None,
     max_new_columns: int = 50,
     dual_guesses: Sequence[np.ndarray] = (),
+    known_bounds: Sequence[tuple[np.ndarray, float]] = (),
     smoothing: float | str = "auto",
     heuristic: Callable[[np.ndarray], PricingResult] | None = None,
     start_probabilities: np.ndarray | None = None,
@@ -528,6 +529,10 @@ def column_generation(
         λ vectors (>= 0) to price before the first master solve, e.g. the duals of a
         relaxation: their Lagrangian bounds count towards the upper bound, the best becomes
         the first stability centre, and their columns join the pool (history iteration 0).
+    known_bounds
+        ``(λ, pricing_bound)`` pairs already priced elsewhere: ``pricing_bound`` must be a
+        certified upper bound on ``max_S f(S) + λ(S)``.  They count like priced dual guesses
+        (the bound ``pricing_bound − λ·r``, the stability centre) without a pricing call.
     smoothing
         ``"auto"`` (self-adjusting Wentges smoothing, Pessoa et al. 2018), a fixed α in
         ``[0, 1)``, or 0 to price at the master's duals only.
@@ -618,6 +623,12 @@ def column_generation(
         if start_feasible:
             state.offer_start(weights, float(weights @ values))
 
+    for lam, pricing_bound in known_bounds:
+        lam = np.asarray(lam, dtype=float)
+        if lam.shape != (n,) or (caps is None and (lam < 0).any()):
+            raise ValueError(f"every known bound needs prices λ >= 0 of shape ({n},), got {lam.shape}")
+        certificate.offer(lam, float(pricing_bound), r)
+
     guess_columns = []
     for guess in dual_guesses:
         guess = np.clip(np.asarray(guess, dtype=float), 0.0, None)
@@ -633,7 +644,7 @@ def column_generation(
         return current
 
     status, iteration, master = "iteration-limit", 0, None
-    if dual_guesses or start_feasible:
+    if dual_guesses or known_bounds or start_feasible:
         current = record(0)
         if current <= gap:
             status = "optimal"

@@ -30,6 +30,7 @@ from fairsched.errors import (
     TooLargeError,
 )
 from fairsched.lp.availability import availability_optimum
+from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.initial import priority_order
 from fairsched.lp.pricing.schedule_search import better_start, schedule_search
@@ -294,16 +295,32 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25),
                         priority=priority)
     heuristic = getattr(oracle, "heuristic", None)
-    if heuristic is not None and problem.caps is None:
+    relaxation = oracle.relaxation_duals(r) if hasattr(oracle, "relaxation_duals") else None
+    groups = None
+    if heuristic is not None and problem.caps is None and relaxation is not None:
+        groups = floor_groups(r, relaxation)
+    known: list[tuple[np.ndarray, float]] = []
+    grouped_iterations = 0
+    if groups is not None:
+        # most workers are fillers the relaxation prices alike: a master with one row per
+        # group converges in seconds where the full one creeps (floor_groups's docstring)
+        grouped = grouped_column_generation(problem.utility, problem.k, r, groups, oracle, heuristic, pool,
+                                            gap=gap, deadline=deadline, dual_guess=relaxation,
+                                            max_new_columns=PRICING_COLUMNS, progress=progress)
+        pool = better_start(pool, grouped.pool)
+        grouped_iterations = grouped.iterations
+        if grouped.prices is not None:
+            known.append((grouped.prices, grouped.pricing_bound))
+    elif heuristic is not None and problem.caps is None:
         # where pricing needs a MILP the master climbs slowly from the sample: a whole
         # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
                                    deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority)
         pool = better_start(pool, schedule)
-    guesses = [oracle.relaxation_duals(r)] if hasattr(oracle, "relaxation_duals") else []
+    guesses = [relaxation] if relaxation is not None and not known else []
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
-                                   progress=progress, dual_guesses=guesses,
+                                   progress=progress, dual_guesses=guesses, known_bounds=known,
                                    heuristic=heuristic,
                                    start_probabilities=pool.probabilities, caps=problem.caps)
     except InfeasibleLPError as exc:
@@ -325,7 +342,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         probabilities=result.probabilities[order],
         fairness_price=np.asarray(result.fairness_price, dtype=float),
         columns=int(result.columns),
-        iterations=int(result.iterations),
+        iterations=int(result.iterations) + grouped_iterations,
         status=result.status,
         success=result.success,
         message=result.message,

@@ -1,0 +1,170 @@
+"""Floor groups (``fairsched.lp.floor_groups``): the grouping, the rotation back to every floor,
+and column generation through the aggregated master against enumeration and a brute-force
+certificate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_certificates import check_certificate
+
+import fairsched.lp.solve as solve_module
+from fairsched.instances import problem_from_table
+from fairsched.instances.generators import facility_location_instance
+from fairsched.lp import floor_groups as fg
+from fairsched.lp.pricing import pricing_for
+from fairsched.lp.solve import optimum
+from fairsched.problem import Problem
+from fairsched.solvers import PricingResult, column_generation
+from fairsched.solvers.columns import Columns
+from fairsched.utilities import FacilityLocation
+
+
+def filler_problem(seed: int, n: int = 14, k: int = 4, points: int = 30) -> Problem:
+    """Facility location whose ``n − k`` weak workers never matter to the relaxation (every
+    point is served by the strong ones first), with costly floors on the weak."""
+    rng = np.random.default_rng(seed)
+    similarity = np.hstack([rng.uniform(0.3, 1.0, (points, k)), 0.05 * rng.uniform(0.0, 1.0, (points, n - k))])
+    return Problem(utility=FacilityLocation(similarity), k=k, r=np.array([0.1] * k + [0.2] * (n - k)))
+
+
+def test_groups_join_equal_floors_with_equal_positive_prices_only():
+    r = np.array([0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2])
+    prices = np.array([0.0, 0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0 + 1e-6, 1.0])
+    groups = fg.floor_groups(r, prices)
+    assert groups is not None
+    # the unpriced workers and the one with another price stay alone, the five others share
+    assert len({groups[i] for i in (3, 4, 5, 6, 7, 9)}) == 1
+    assert len(set(groups.tolist())) == 5
+    assert sorted(np.bincount(groups).tolist()) == [1, 1, 1, 1, 6]
+
+
+def test_groups_are_declined_when_they_save_few_rows():
+    r = np.full(10, 0.2)
+    assert fg.floor_groups(r, np.zeros(10)) is None  # nothing priced
+    assert fg.floor_groups(r, np.arange(10, dtype=float)) is None  # all prices differ
+    prices = np.array([1.0, 1.0] + list(range(2, 10)), dtype=float)
+    assert fg.floor_groups(r, prices) is None  # 9 rows of 10
+    with pytest.raises(ValueError, match="shape"):
+        fg.floor_groups(r, np.ones(9))
+
+
+def random_groups(draw_sizes: list[int]) -> np.ndarray:
+    return np.repeat(np.arange(len(draw_sizes)), draw_sizes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=5), st.integers(0, 2**31 - 1), st.integers(1, 5))
+def test_rotations_keep_group_counts_and_even_out_members(sizes, seed, m):
+    rng = np.random.default_rng(seed)
+    groups = rng.permutation(random_groups(sizes))
+    n = groups.size
+    k = int(rng.integers(1, n + 1))
+    masks = np.zeros((m, n), dtype=bool)
+    for row in masks:
+        row[rng.choice(n, k, replace=False)] = True
+    columns = Columns.from_masks(masks)
+    rotated = fg.rotations(columns, groups)
+    largest = max(sizes)
+    assert len(rotated) == m * largest
+    count = len(sizes)
+    before = fg.group_counts(columns, groups, count).toarray()
+    after = fg.group_counts(rotated, groups, count).toarray()
+    # rotation s of column j is row s·m + j; each keeps |S ∩ G| for every G
+    assert np.array_equal(after, np.tile(before, (largest, 1)))
+    assert all(np.all(np.diff(rotated.indices[a:b]) > 0) for a, b in zip(rotated.indptr[:-1], rotated.indptr[1:]))
+    # averaged over the rotations, a member of a group whose size divides the largest is in
+    # each column |S ∩ G| / |G| of the time
+    share = rotated.to_masks().reshape(largest, m, n).mean(axis=0)
+    for g, size in enumerate(sizes):
+        if largest % size == 0:
+            members = np.flatnonzero(groups == g)
+            assert np.allclose(share[:, members], (before[:, g] / size)[:, None])
+
+
+def test_group_counts_match_the_masks():
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 4, size=12)
+    masks = rng.random((7, 12)) < 0.4
+    counts = fg.group_counts(Columns.from_masks(masks), groups, 4).toarray()
+    expected = np.stack([masks[:, groups == g].sum(axis=1) for g in range(4)], axis=1)
+    assert np.array_equal(counts, expected)
+
+
+@pytest.fixture
+def phases(monkeypatch):
+    """Every GroupedStart the solver's aggregated phase returns."""
+    seen = []
+    original = solve_module.grouped_column_generation
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(solve_module, "grouped_column_generation", spy)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_filler_instances_are_solved_through_the_groups(seed, phases):
+    problem = filler_problem(seed)
+    groups = fg.floor_groups(problem.r, pricing_for(problem.utility, problem.k, "auto").relaxation_duals(problem.r))
+    assert groups is not None and np.bincount(groups).max() == problem.n - problem.k
+    reference = optimum(problem, method="enumeration").value
+    opt = optimum(problem, method="column-generation", gap=1e-9)
+    assert len(phases) == 1
+    phase = phases[0]
+    assert phase.converged and phase.rotated
+    # the rotated distribution meets every floor and, the fillers being interchangeable, is
+    # worth the aggregated optimum: U_opt itself
+    assert (phase.pool.columns.marginals(phase.pool.probabilities) >= problem.r - 1e-9).all()
+    assert phase.pool.value() == pytest.approx(reference, abs=1e-7)
+    # its prices are equal inside each group
+    for g in np.unique(groups):
+        assert np.ptp(phase.prices[groups == g]) == 0.0
+    assert opt.value == pytest.approx(reference, abs=1e-7)
+    check_certificate(opt, problem, 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_groups_that_are_not_interchangeable_still_reach_the_optimum(seed, phases, monkeypatch):
+    """Forced groups of all workers with equal floors (the weak ones do matter here): the
+    aggregated LP is only a relaxation, the rotation loses value, and column generation on
+    every floor has to finish the job."""
+    problem = problem_from_table(facility_location_instance(n=12, k=3, points=30, seed=seed))
+    _, by_floor = np.unique(np.round(problem.r, 9), return_inverse=True)
+    monkeypatch.setattr(solve_module, "floor_groups", lambda r, prices: by_floor.ravel())
+    reference = optimum(problem, method="enumeration").value
+    opt = optimum(problem, method="column-generation", gap=1e-9)
+    assert len(phases) == 1
+    phase = phases[0]
+    assert phase.pool.value() <= reference + 1e-9  # a feasible distribution, whatever the groups
+    # the aggregated LP keeps only sums of floors: a relaxation, worth at least U_opt
+    assert phase.converged and phase.aggregated_value >= reference - 1e-9
+    assert opt.value == pytest.approx(reference, abs=1e-7)
+    check_certificate(opt, problem, 1e-9)
+
+
+def test_a_known_bound_certifies_without_a_pricing_call():
+    problem = filler_problem(0)
+    reference = optimum(problem, method="enumeration")
+    lam = np.asarray(reference.fairness_price, dtype=float)
+    masks = np.array([np.isin(np.arange(problem.n), S) for S in reference.support])
+    values = problem.utility.values(masks)
+    calls = []
+
+    def price(duals: np.ndarray) -> PricingResult:
+        calls.append(duals)
+        raise AssertionError("priced although the known bound certifies the start")
+
+    result = column_generation(values, masks, problem.r, price, gap=1e-7,
+                               known_bounds=[(lam, reference.pricing_bound)],
+                               start_probabilities=reference.probabilities)
+    assert result.status == "optimal" and not calls
+    assert result.upper_bound == pytest.approx(reference.value, abs=1e-7)
+    with pytest.raises(ValueError, match="known bound"):
+        column_generation(values, masks, problem.r, price, known_bounds=[(-lam, 1.0)],
+                          start_probabilities=reference.probabilities)
