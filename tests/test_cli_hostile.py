@@ -331,3 +331,19 @@ def test_subnormal_floors_keep_the_contract(tmp_path_factory, capfd, policy):
     code = check_command(["run", "paper", "--policy", policy, "--rounds", "30", "--beta", "1e-320", "--out",
                           str(out_file)], capfd, folder, set(), out_file, lambda: PAPER_IDS)
     assert code == 0
+
+
+@pytest.mark.parametrize("beta, message", [(10**30, "needs r = 5e\\+29 > 1"), (10**400, "must be a finite number")])
+def test_integer_beta_too_large_for_numpy_is_an_instance_error(beta, message):
+    """Found by test_hostile_instances: an integer ``beta`` beyond int64 reached ``np.isfinite``
+    as an object and raised TypeError instead of a located error."""
+    from fairsched.errors import FairschedError
+    from fairsched.instances import problem_from_table
+
+    table = {"k": 1, "workers": {"r_base": [0.5, 0.5], "beta": beta},
+             "utility": {"kind": "modular", "weights": [1.0, 2.0]}}
+    with pytest.raises(FairschedError, match=message):
+        problem_from_table(table)
+    table["workers"] = {"r": [0.1, 10**400]}
+    with pytest.raises(FairschedError, match="too large"):
+        problem_from_table(table)

@@ -18,6 +18,7 @@ The schema (the README's "Instance files" section documents every key)::
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -148,7 +149,7 @@ def _floors(workers: dict[str, Any], beta: float | None) -> list[float]:
     base = _numbers(workers["r_base"], "workers.r_base")
     if beta is None:
         beta = _require(workers, "beta", "workers.")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not np.isfinite(beta) or beta < 0:
+    if not _finite_number(beta) or beta < 0:
         raise InstanceError(f"must be a finite number >= 0, got {beta!r}", key="workers.beta")
     return [float(beta) * b for b in base]
 
@@ -159,7 +160,19 @@ def _numbers(values: Any, key: str) -> list[float]:
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise InstanceError(f"entry {i} is {v!r}, expected a number", key=key)
+        if not _finite_number(v) and isinstance(v, int):
+            raise InstanceError(f"entry {i} is too large for a float", key=key)
     return [float(v) for v in values]
+
+
+def _finite_number(value: Any) -> bool:
+    """A finite int or float (not a bool); Python ints too large for a float are not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _require(table: dict[str, Any], key: str, prefix: str) -> Any:
