@@ -66,6 +66,13 @@ coverage optimal in 7.8 s (10.0 s); facility location 5.93e-3 tailing-off at 103
 With facility location's values gathered per member as well: mixture seeds 0-2 optimal in
 101.2, 94.5 and 93.2 s; concave log1p 102.0 s, sqrt 62.8 s (seed 0; unchanged code, the day's
 machine) (``benchmarks/README.md``, "Swap values without a sparse matrix built per call").
+With floor groups (the weak workers' floors summed into one row) and HiGHS's interrupt flag
+reset (2026-12-03, session 30, one job at a time): facility location 4.24e-3 at the limit with
+the lower bound at ``U_opt`` (optimal in 317.5-352.2 s with ``--time-limit 600``; seed 1
+4.65e-3),
+``--workers`` 250 and 300 optimal in 14.5-61.8 s on seeds 0 and 1; mixture seeds 0-2 optimal
+in 100.5, 79.2, 84.6 s; concave sqrt 57.9 s, log1p 79.7 s; coverage 5.4 s
+(``benchmarks/README.md``, "Floor groups, and an interrupt flag HiGHS kept").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]

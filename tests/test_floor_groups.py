@@ -168,3 +168,16 @@ def test_a_known_bound_certifies_without_a_pricing_call():
     with pytest.raises(ValueError, match="known bound"):
         column_generation(values, masks, problem.r, price, known_bounds=[(-lam, 1.0)],
                           start_probabilities=reference.probabilities)
+
+
+def test_rotations_are_thinned_to_their_entry_budget():
+    groups = np.array([0] * 12 + [1, 2, 3])
+    masks = np.zeros((2, 15), dtype=bool)
+    masks[0, [0, 1, 12]] = True
+    masks[1, [5, 13, 14]] = True
+    columns = Columns.from_masks(masks)
+    rotated = fg.rotations(columns, groups, max_entries=4 * columns.nnz)
+    assert len(rotated) == 4 * 2  # 4 of the 12 shifts: 0, 3, 6, 9
+    first = rotated.to_masks()[0::2]
+    assert [np.flatnonzero(m[:12]).tolist() for m in first] == [[0, 1], [3, 4], [6, 7], [9, 10]]
+    assert (rotated.to_masks()[:, 12:] == np.tile(masks[:, 12:], (4, 1))).all()

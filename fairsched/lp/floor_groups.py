@@ -7,8 +7,9 @@ holding a dozen strong ones), the master LP over all ``n`` floor rows is massive
 degenerate: its duals jump between workers and column generation creeps (``n = 400``: the
 lower bound 178.3685 after 600 s, the upper bound stuck at the relaxation's 179.163).  With
 the fillers' rows summed into one, the master has about ``k`` floor rows, its prices are equal inside
-each group, and its rotated optimum is ``U_opt`` itself within about 20 s there; what is left
-is the one exact pricing call that certifies it (``benchmarks/README.md``, "Floor groups").
+each group, and its rotated optimum is ``U_opt`` itself well within 120 s there; what is
+left is the one exact pricing call that certifies it, which takes minutes
+(``benchmarks/README.md``, "Floor groups, and an interrupt flag HiGHS kept").
 
 **The aggregated LP** (constraint aggregation, as in the dynamic aggregation of
 set-partitioning rows of Elhallaoui, Villeneuve, Soumis & Desaulniers, "Dynamic aggregation
@@ -62,7 +63,7 @@ DIGITS = 9
 ENTER_TOLERANCE = 1e-9
 #: rotated sets written at most (entries ``Σ |S|`` over all rotations); beyond it fewer,
 #: evenly spaced rotations are used and the rotated pool may not meet every floor alone
-MAX_ROTATED_ENTRIES = 1 << 24
+MAX_ROTATED_ENTRIES = 1 << 22
 #: iterations of the aggregated column generation at most
 MAX_ITERATIONS = 10_000
 
