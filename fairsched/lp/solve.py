@@ -303,7 +303,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     grouped_iterations = 0
     if groups is not None:
         # most workers are fillers the relaxation prices alike: a master with one row per
-        # group converges in seconds where the full one creeps (floor_groups's docstring)
+        # group climbs where the full one, degenerate, creeps (floor_groups's docstring)
         grouped = grouped_column_generation(problem.utility, problem.k, r, groups, oracle, heuristic, pool,
                                             gap=gap, deadline=deadline, dual_guess=relaxation,
                                             max_new_columns=PRICING_COLUMNS, progress=progress)
