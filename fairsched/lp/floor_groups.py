@@ -48,9 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeResult, linprog
 
 from fairsched.lp.pricing.initial import StartingPool, column_values
+from fairsched.lp.pricing.schedule_search import better_start
 from fairsched.solvers.colgen import PricingResult
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
@@ -90,7 +91,7 @@ def floor_groups(r: np.ndarray, prices: np.ndarray) -> np.ndarray | None:
     alone = np.flatnonzero(~priced)
     groups[alone] = shared.max() + 1 + np.arange(alone.size)
     count = int(groups.max()) + 1
-    if count > MAX_ROW_SHARE * n or count == n:
+    if count > MAX_ROW_SHARE * n:
         return None
     return groups
 
@@ -133,9 +134,9 @@ def rotations(columns: Columns, groups: np.ndarray, max_entries: int = MAX_ROTAT
 class GroupedStart:
     """What the aggregated column generation hands on.
 
-    ``pool``: a distribution that meets every floor: the rotation LP's over the rotated sets
-    of the aggregated optimum's support when it found one (``rotated`` true), else the start
-    with those sets added at weight 0; ``prices`` and ``pricing_bound``: the λ (equal inside
+    ``pool``: the start's sets and the rotated sets of the aggregated optimum's support, with
+    a distribution that meets every floor: the better of the start's and the rotation LP's
+    when that LP found one (``rotated`` true), else the start's; ``prices`` and ``pricing_bound``: the λ (equal inside
     each group) of the best Lagrangian bound found and ``max_{|S|=k}[f(S) + λ(S)]`` certified
     there (``None`` and ``inf`` without an exact call); ``aggregated_value``: the restricted
     aggregated master's last value (``U_agg`` once converged, not a bound on ``U_opt``);
@@ -150,7 +151,6 @@ class GroupedStart:
     aggregated_value: float
     converged: bool
     iterations: int
-    seconds: float
 
 
 def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, groups: np.ndarray,
@@ -173,7 +173,6 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
     ``progress(iteration, lower, upper, gap)`` gets the start's value (a valid lower bound) and
     the best Lagrangian bound so far.
     """
-    began = time.perf_counter()
     r = np.asarray(r, dtype=float)
     groups = np.asarray(groups, dtype=np.int64)
     count = int(groups.max()) + 1
@@ -207,8 +206,7 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
 
     while iteration < MAX_ITERATIONS and not over():
         iteration += 1
-        solved = linprog(-values, A_ub=-counts.T, b_ub=-need, A_eq=np.ones((1, values.size)), b_eq=[1.0],
-                         bounds=(0, None), method="highs")
+        solved = _best_distribution(values, counts.T, need)
         if solved.status != 0:
             break
         value, weights = -float(solved.fun), solved.x
@@ -242,7 +240,7 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
         support = np.flatnonzero(weights > 1e-12)
         pool, rotated = _rotated_start(utility, r, columns.take(support), groups, start)
     return GroupedStart(pool=pool, rotated=rotated, prices=best_prices, pricing_bound=best_pricing, aggregated_value=value,
-                        converged=converged, iterations=iteration, seconds=time.perf_counter() - began)
+                        converged=converged, iterations=iteration)
 
 
 def _entering(found: PricingResult, lam: np.ndarray, mu: float, tol: float, seen: set[int]) -> np.ndarray:
@@ -266,9 +264,9 @@ def _entering(found: PricingResult, lam: np.ndarray, mu: float, tol: float, seen
 
 def _rotated_start(utility: SetFunction, r: np.ndarray, support: Columns, groups: np.ndarray,
                    start: StartingPool) -> tuple[StartingPool, bool]:
-    """The rotations of ``support`` with their ``f`` and the LP's optimal distribution over
-    them, with ``True``; when that LP does not meet every floor, ``start`` with the rotated
-    sets added at weight 0, with ``False`` (module docstring)."""
+    """``start``'s sets and the rotations of ``support`` (with their ``f``), weighted by the
+    better of ``start``'s distribution and the rotation LP's optimum, with ``True``; when that
+    LP does not meet every floor, by ``start``'s, with ``False`` (module docstring)."""
     rotated = rotations(support, groups)
     keys = rotated.hashes()
     _, first = np.unique(keys, return_index=True)
@@ -276,16 +274,22 @@ def _rotated_start(utility: SetFunction, r: np.ndarray, support: Columns, groups
     values = column_values(utility, rotated)
     incidence = sp.csc_array((np.ones(rotated.nnz), rotated.indices, rotated.indptr),
                              shape=(rotated.n, len(rotated)))
-    solved = linprog(-values, A_ub=-incidence, b_ub=-r, A_eq=np.ones((1, values.size)), b_eq=[1.0],
-                     bounds=(0, None), method="highs")
+    solved = _best_distribution(values, incidence, r)
     if solved.status == 0:
         probabilities = np.clip(solved.x, 0.0, None)
         probabilities /= probabilities.sum()
         if (rotated.marginals(probabilities) >= r - 1e-9).all():
-            return StartingPool(rotated, values, probabilities), True
+            return better_start(start, StartingPool(rotated, values, probabilities)), True
     joined = Columns.concatenate([start.columns, rotated], rotated.n)
     return StartingPool(joined, np.concatenate([start.values, values]),
                         np.concatenate([start.probabilities, np.zeros(values.size)])), False
+
+
+def _best_distribution(values: np.ndarray, coverage: sp.sparray, need: np.ndarray) -> OptimizeResult:
+    """``max values·p  s.t.  coverage·p >= need,  Σ p = 1,  p >= 0`` by HiGHS through SciPy
+    (sparse, unlike :func:`fairsched.solvers.solve_distribution_lp`'s dense membership)."""
+    return linprog(-values, A_ub=-coverage, b_ub=-need, A_eq=np.ones((1, values.size)), b_eq=[1.0],
+                   bounds=(0, None), method="highs")
 
 
 def _masks(found: PricingResult) -> np.ndarray:

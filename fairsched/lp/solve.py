@@ -307,7 +307,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         grouped = grouped_column_generation(problem.utility, problem.k, r, groups, oracle, heuristic, pool,
                                             gap=gap, deadline=deadline, dual_guess=relaxation,
                                             max_new_columns=PRICING_COLUMNS, progress=progress)
-        pool = better_start(pool, grouped.pool)
+        pool = grouped.pool
         grouped_iterations = grouped.iterations
         if grouped.prices is not None:
             known.append((grouped.prices, grouped.pricing_bound))
