@@ -20,6 +20,10 @@ Instances (seeded; :mod:`fairsched.instances.generators`, costly floors ``Σ r =
 - ``mixture``: coverage (200 elements) + facility location (50 points), weights 1 and 1,
   ``n = 100``, ``k = 10`` (built here from the two generators' tables, floors of the
   coverage one).
+- ``facility-location-uniform``, ``-gaussian``, ``-lognormal``: facility location at
+  ``n = 400``, ``k = 40``, 200 points from data-generating processes nothing was tuned on
+  (:func:`untuned_facility_location`; ``benchmarks/README.md``, "Facility location on
+  data nothing was tuned on").
 
 Measured (2-core machine shared with other jobs, so wall ~2x CPU; CPU seconds of the
 120 s wall budget in brackets), after the exact calls for the bound got at least twice the
@@ -73,6 +77,11 @@ the lower bound at ``U_opt`` (optimal in 317.5-352.2 s with ``--time-limit 600``
 ``--workers`` 250 and 300 optimal in 14.5-61.8 s on seeds 0 and 1; mixture seeds 0-2 optimal
 in 100.5, 79.2, 84.6 s; concave sqrt 57.9 s, log1p 79.7 s; coverage 5.4 s
 (``benchmarks/README.md``, "Floor groups, and an interrupt flag HiGHS kept").
+On three facility-location data-generating processes nothing was tuned on
+(``facility-location-uniform``, ``-gaussian``, ``-lognormal``, seeds 0 and 1, 2026-12-03,
+session 31): 4.21e-3 / 4.48e-3, 3.31e-3 / 3.66e-3 at the limit and 5.97e-4 / 8.74e-4
+tailing-off; not met on any (``benchmarks/README.md``, "Facility location on data nothing
+was tuned on").
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]
@@ -119,9 +128,45 @@ def facility_location_table(workers: int, seed: int = 0) -> dict[str, Any]:
                                       seed=seed)
 
 
+def untuned_facility_location(family: str, seed: int = 0, n: int = 400, k: int = 40,
+                              points: int = 200) -> dict[str, Any]:
+    """Facility location at the case's size from data-generating processes nothing in the
+    package was tuned on (the ``facility-location`` case and its generator were):
+
+    - ``uniform``: similarities uniform on [0, 1], every floor ``0.8·k/n``;
+    - ``gaussian``: points and workers uniform in the unit square, similarity
+      ``exp(−‖p − w‖² / 0.02)``, floors uniform on ``[0, 1.6·k/n]``;
+    - ``lognormal``: worker quality ``q_u`` lognormal (σ = 0.7), similarity ``U³·q_u``,
+      floors decreasing in quality (``∝ q_u^−0.3``) scaled to ``Σ r = 0.85·k``.
+    """
+    rng = np.random.default_rng(seed)
+    if family == "uniform":
+        similarity = rng.uniform(0.0, 1.0, (points, n))
+        floors = np.full(n, 0.8 * k / n)
+    elif family == "gaussian":
+        where_points, where_workers = rng.uniform(0.0, 1.0, (points, 2)), rng.uniform(0.0, 1.0, (n, 2))
+        # one worker at a time: no (points, n, 2) array
+        similarity = np.stack([np.exp(-((where_points - w) ** 2).sum(axis=1) / 0.02) for w in where_workers],
+                              axis=1)
+        floors = rng.uniform(0.0, 1.6 * k / n, n)
+    elif family == "lognormal":
+        quality = rng.lognormal(0.0, 0.7, n)
+        similarity = rng.uniform(0.0, 1.0, (points, n)) ** 3 * quality
+        floors = (quality.max() / quality) ** 0.3
+        floors *= 0.85 * k / floors.sum()
+    else:
+        raise ValueError(f"unknown facility-location family {family!r}")
+    return {"name": f"facility-location-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
+            "workers": {"r": np.round(floors, 6).tolist()},
+            "utility": {"kind": "facility-location", "similarity": similarity.round(4).tolist()}}
+
+
 CASES = {
     "coverage": lambda seed=0: coverage_instance(n=1000, k=50, elements=2000, seed=seed),
     "facility-location": lambda seed=0: facility_location_table(400, seed),
+    "facility-location-uniform": lambda seed=0: untuned_facility_location("uniform", seed),
+    "facility-location-gaussian": lambda seed=0: untuned_facility_location("gaussian", seed),
+    "facility-location-lognormal": lambda seed=0: untuned_facility_location("lognormal", seed),
     "concave-sqrt": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="sqrt",
                                                             seed=seed),
     "concave-log1p": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="log1p",

@@ -31,8 +31,12 @@ with 570-950 rows.  The bound is what limits this kind, not the model size: on t
 instance at the relaxation duals the root LP bound is 213.84 against the optimum 211.95
 (0.9 %), and each of the three MILP solves of the cut loop explores 1,000-2,000 nodes
 (26 s CPU for the call; HiGHS options tried: reliability branching, no presolve, no
-heuristics, all slower).  The local search's swap values use a sparse product for the
-points each member serves (5x faster than the dense one, which spent its time in BLAS).
+heuristics, all slower).  The local search's swap values sum the points each member
+serves by grouping rows (``np.add.reduceat``), with the best and second-best member found
+by ``argmax`` rather than a sort: 1.4x faster per call at ``n = 400``, ``k = 40`` than the
+sparse product built per call before, itself 5x faster than a dense product, which spent
+its time in BLAS (``python benchmarks/bench_swap_deltas.py --against 2e8456c``; the values
+agree to 2e-14, not bitwise, since the sums are taken in another order).
 """
 
 from __future__ import annotations
@@ -56,25 +60,34 @@ def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
     """
     sim = utility.similarity
     inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-    chosen = sim[:, inside]
-    order = np.argsort(-chosen, axis=1, kind="stable")
-    owner = order[:, 0]
-    cur = np.take_along_axis(chosen, order[:, :1], axis=1).ravel()
-    sec = (np.take_along_axis(chosen, order[:, 1:2], axis=1).ravel() if inside.size > 1
-           else np.zeros(sim.shape[0]))
-    candidates = sim[:, outside]
-    gain = np.maximum(candidates - cur[:, None], 0.0).sum(axis=0)
-    drop = np.minimum(0.0, np.maximum(sec[:, None], candidates) - cur[:, None])
-    # Σ over the points each member serves best: a sparse product, O(points·n), no BLAS
-    # threads (a dense (|S|, points) @ (points, n) product was 90% of the local search),
-    # its CSR written directly (points grouped by owner, in index order): built from
-    # coordinates, matrix and product took 64 µs at 50 points, 10 members, against 21 µs
     points = sim.shape[0]
-    indptr = np.zeros(inside.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=inside.size), out=indptr[1:])
-    owns = sp.csr_array((np.ones(points), np.argsort(owner, kind="stable"), indptr),
-                        shape=(inside.size, points))
-    return gain[None, :] + owns @ drop
+    chosen = sim[:, inside]
+    every = np.arange(points)
+    owner = chosen.argmax(axis=1)  # the first best member, as a stable sort would give
+    cur = chosen[every, owner]
+    if inside.size > 1:
+        chosen[every, owner] = -np.inf
+        sec = chosen.max(axis=1)
+    else:
+        sec = np.zeros(points)
+    # one (points, outsiders) array, reused in place: sim − cur, then the drop
+    excess = sim[:, outside]
+    np.subtract(excess, cur[:, None], out=excess)
+    gain = np.maximum(excess, 0.0).sum(axis=0)
+    # max(sec, sim) − cur == max(sec − cur, sim − cur) exactly (rounding is monotone)
+    np.maximum(excess, (sec - cur)[:, None], out=excess)
+    drop = np.minimum(excess, 0.0, out=excess)
+    # Σ over the points each member serves best, in index order: rows of drop grouped by
+    # owner and summed per group (a sparse product built per call spent most of its time in
+    # scipy's constructor; the dense (|S|, points) product in BLAS)
+    by_owner = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=inside.size)
+    served = np.flatnonzero(counts)
+    removal = np.zeros((inside.size, outside.size))
+    if served.size:
+        starts = np.concatenate([[0], np.cumsum(counts[served])[:-1]])
+        removal[served] = np.add.reduceat(drop[by_owner], starts, axis=0)
+    return gain[None, :] + removal
 
 
 class FacilityTerm(Term):
