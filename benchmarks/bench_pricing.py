@@ -25,63 +25,13 @@ Instances (seeded; :mod:`fairsched.instances.generators`, costly floors ``Σ r =
   (:func:`untuned_facility_location`; ``benchmarks/README.md``, "Facility location on
   data nothing was tuned on").
 
-Measured (2-core machine shared with other jobs, so wall ~2x CPU; CPU seconds of the
-120 s wall budget in brackets), after the exact calls for the bound got at least twice the
-last finished call and the stagnation stop a finished call to confirm it, with 50 columns
-per pricing call: coverage optimal, gap 9.8e-5, 24 iterations (21.5 s CPU); facility
-location gap 2.29e-2 (63.5 s CPU), concave sqrt 3.31e-3 (52.7 s), concave log1p 4.21e-3
-(57.0 s), mixture 1.70e-2 (53.1 s), all four ``"time-limit"`` (before: ``"tailing-off"`` at
-2.39e-2, 4.26e-3, 6.76e-3, 4.05e-2).  What limits them is the exact MILP pricing: each call
-costs 17-45 s CPU on these instances and moves the bound little, so 1e-4 is not reached.
-On 2026-12-02, with the master purged of low-reduced-cost columns and 24 initial tangents
-per concave term: concave sqrt 9.9e-4, log1p 1.01e-3, mixture 1.27e-2, facility location
-2.29e-2 (``benchmarks/README.md``, "What limits facility location").  With the iterated local
-search before each MILP (``--perturbations 0`` turns it off), back to back: coverage optimal,
-facility location 2.25e-2 (2.29e-2 without), concave sqrt 3.64e-4 (1.01e-3), log1p 6.69e-4
-(1.01e-3), mixture 9.91e-3 tailing-off at 39.6 s (1.29e-2 at the time limit).  With exact
-calls that seek only columns worth the requested gap and stop at the bound that certifies it,
-and tailing-off over three finished exact calls (back to back against f3a1260, load 1.5):
-mixture **optimal, 8.95e-5 in 95.2 s** (1.15e-2 tailing-off at 15.4 s), coverage optimal
-in 7.8 s (6.3 s), facility location 2.28e-2 tailing-off at 52.0 s (2.29e-2 at 22.4 s),
-concave sqrt 3.77e-4 (8.51e-4 tailing-off at 43.4 s), log1p 4.85e-4 (5.68e-4, 3.62e-4).
-With the MILP's sets handed to its heuristic as local-search starts and up to 30 restarts
-(2026-12-02, load 1.3-1.5): concave sqrt **optimal** in 96.7-101.4 s, log1p **optimal** in
-67.4-118.8 s (three runs each; 3.77e-4 and 9.66e-4 at the limit for the commit before,
-back to back), mixture optimal in 82.7 s, coverage optimal in 8.5 s, facility location
-2.22e-2 tailing-off at 115.8 s (``benchmarks/README.md``, "Restarts from the exact columns").
-Starting from the schedule search (2026-12-03, back to back against e919be6): facility
-location **5.17e-3** tailing-off at 67.2 s (2.09e-2 at the limit), coverage optimal at
-iteration 0 in 6.8 s (7.5 s), mixture optimal in 94.3 and 79.6 s (85.9 s), concave sqrt and
-log1p optimal in 97.8 and 80.7 s (88.8 and 78.4 s; the search is dropped there)
-(``benchmarks/README.md``, "Schedule search for the starting pool").
-With the pricing MILP's cut pool trimmed to 1,000 rows between calls (2026-12-03, against
-fce399c, back to back): concave log1p optimal in 59.5-92.7 s in eight runs (the commit before:
-120.0 s, 73.1 s, and 1.01e-4 and 1.07e-3 at the limit), sqrt in 39.1-50.8 s (three runs),
-mixture in 70.8-95.2 s (five runs; 102.5 and 86.6 s), facility location 5.04e-3 tailing-off at 63.0 s,
-coverage optimal at iteration 0 in 6.2 s (``benchmarks/README.md``, "Cut pool").
-Facility location rescaled (``--workers N``: ``k = N/10``, ``N/2`` points; seeds 0 and 1,
-2026-12-03): optimal at ``n = 150`` and ``200`` (12.7-50.3 s), at ``n = 250`` on seed 1
-only (44.0 s; seed 0 5.34e-3 tailing-off), not at ``300`` (6.41e-3, 6.64e-3) nor ``400``
-(``benchmarks/README.md``, "Facility location: where the goal stops holding, and why").
-With the swap values computed without a sparse matrix per call (2026-12-03, a day the machine
-ran about 1.5x slower; one job at a time, alternating with 6382413): mixture certified in 8 of
-9 runs over seeds 0-2 (74.1-115.0 s; once 4.78e-3 at the limit), against 6 of 9 before;
-coverage optimal in 7.8 s (10.0 s); facility location 5.93e-3 tailing-off at 103.0 s
-With facility location's values gathered per member as well: mixture seeds 0-2 optimal in
-101.2, 94.5 and 93.2 s; concave log1p 102.0 s, sqrt 62.8 s (seed 0; unchanged code, the day's
-machine) (``benchmarks/README.md``, "Swap values without a sparse matrix built per call").
-With floor groups (the weak workers' floors summed into one row) and HiGHS's interrupt flag
-reset (2026-12-03, session 30, one job at a time): facility location 4.24e-3 at the limit with
-the lower bound at ``U_opt`` (optimal in 317.5-352.2 s with ``--time-limit 600``; seed 1
-4.65e-3),
-``--workers`` 250 and 300 optimal in 14.5-61.8 s on seeds 0 and 1; mixture seeds 0-2 optimal
-in 100.5, 79.2, 84.6 s; concave sqrt 57.9 s, log1p 79.7 s; coverage 5.4 s
-(``benchmarks/README.md``, "Floor groups, and an interrupt flag HiGHS kept").
-On three facility-location data-generating processes nothing was tuned on
-(``facility-location-uniform``, ``-gaussian``, ``-lognormal``, seeds 0 and 1, 2026-12-03,
-session 31): 4.21e-3 / 4.48e-3, 3.31e-3 / 3.66e-3 at the limit and 5.97e-4 / 8.74e-4
-tailing-off; not met on any (``benchmarks/README.md``, "Facility location on data nothing
-was tuned on").
+The figures measured with this benchmark, each with its date, the commit it was compared
+against and the command, are in ``benchmarks/README.md``: the *Cross-device scale* table and
+its sections *Certifying the requested gap*, *Restarts from the exact columns*, *Schedule
+search for the starting pool*, *Cut pool*, *Facility location: where the goal stops holding*,
+*Swap values without a sparse matrix built per call*, *Floor groups, and an interrupt flag
+HiGHS kept* and *Facility location on data nothing was tuned on*.  (This docstring used to
+repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [CASE ...]
