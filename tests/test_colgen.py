@@ -492,6 +492,35 @@ def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
         assert result.upper_bound >= reference - 1e-12
 
 
+def test_a_dual_guess_is_priced_within_a_share_of_the_time_left():
+    """The call at a dual guess runs under a deadline at most GUESS_SHARE of the time left
+    (a MILP call there could otherwise take the whole budget), and the oracle's own
+    deadline is restored after it."""
+    values, members, r = accuracy_lp(11)
+    exact = enumeration_oracle(values, members)
+
+    class Oracle:
+        deadline = None
+        seen: ClassVar[list[tuple[float | None, float]]] = []
+
+        def __call__(self, lam, **options):
+            self.seen.append((self.deadline, time.perf_counter()))
+            return exact(lam)
+
+    oracle = Oracle()
+    limit = 100.0
+    started = time.perf_counter()
+    result = column_generation(values[:1], members[:1], r, oracle, time_limit=limit,
+                               dual_guesses=[np.full(r.size, 0.01)])
+    assert result.status == "optimal"
+    (guess_deadline, called), *later = Oracle.seen
+    assert guess_deadline is not None
+    assert guess_deadline <= called + colgen.GUESS_SHARE * (started + limit - called) + 1e-6
+    assert guess_deadline >= called  # not already past
+    assert later and all(deadline is None for deadline, _ in later)
+    assert oracle.deadline is None
+
+
 def test_progress_and_history_are_monotone():
     values, members, r = accuracy_lp(5, n=11, k=5)
     seen = []
