@@ -519,6 +519,9 @@ def test_a_dual_guess_is_priced_within_a_share_of_the_time_left():
     assert guess_deadline >= called  # not already past
     assert later and all(deadline is None for deadline, _ in later)
     assert oracle.deadline is None
+    Oracle.seen.clear()  # without a time limit the guess runs without a deadline too
+    column_generation(values[:1], members[:1], r, oracle, dual_guesses=[np.full(r.size, 0.01)])
+    assert Oracle.seen and all(deadline is None for deadline, _ in Oracle.seen)
 
 
 def test_progress_and_history_are_monotone():
