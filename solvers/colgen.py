@@ -645,13 +645,9 @@ def column_generation(
         guess = np.clip(np.asarray(guess, dtype=float), 0.0, None)
         if guess.shape != (n,):
             raise ValueError(f"every dual guess must have shape ({n},), got {guess.shape}")
-        if math.isfinite(stop_at):
-            # at most a share of the time left: the loop's own iterations need the rest
-            guess_stop = time.perf_counter() + GUESS_SHARE * (stop_at - time.perf_counter())
-            priced = _within(price, guess_stop, lambda: price_at(guess))
-        else:
-            priced = price_at(guess)
-        guess_columns.append(_limited(priced, max_new_columns, n))
+        # at most a share of the time left: the loop's own iterations need the rest
+        guess_stop = time.perf_counter() + GUESS_SHARE * (stop_at - time.perf_counter())
+        guess_columns.append(_limited(_within(price, guess_stop, lambda: price_at(guess)), max_new_columns, n))
 
     def record(iteration: int) -> float:
         current = relative_gap(state.lower, certificate.bound)
@@ -894,8 +890,9 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
 
 
 def _within(oracle: object, deadline: float, call: Callable[[], PricingResult]) -> PricingResult:
-    """``call()`` with ``oracle.deadline`` (when the oracle has one) moved up to ``deadline``."""
-    if not hasattr(oracle, "deadline"):
+    """``call()`` with ``oracle.deadline`` (when the oracle has one) moved up to ``deadline``
+    (left as it is for an infinite ``deadline``: no time limit)."""
+    if not hasattr(oracle, "deadline") or not math.isfinite(deadline):
         return call()
     saved = oracle.deadline
     oracle.deadline = deadline if saved is None else min(saved, deadline)

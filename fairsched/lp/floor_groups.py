@@ -52,7 +52,7 @@ from scipy.optimize import OptimizeResult, linprog
 
 from fairsched.lp.pricing.initial import StartingPool, column_values
 from fairsched.lp.pricing.schedule_search import better_start
-from fairsched.solvers.colgen import PricingResult
+from fairsched.solvers.colgen import PricingResult, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
 
@@ -202,7 +202,7 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
         best_bound = best_pricing - float(guess @ r)
         add(found, _entering(found, guess, -math.inf, 0.0, seen))
         if progress is not None:
-            progress(0, lower, best_bound, _gap(lower, best_bound))
+            progress(0, lower, best_bound, relative_gap(lower, best_bound))
 
     while iteration < MAX_ITERATIONS and not over():
         iteration += 1
@@ -230,11 +230,11 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
             if not fresh.size or float(found.upper_bound) <= enough:
                 converged = bool(found.exact and not fresh.size) or best_bound <= (1.0 + gap) * value
                 if progress is not None:
-                    progress(iteration, lower, best_bound, _gap(lower, best_bound))
+                    progress(iteration, lower, best_bound, relative_gap(lower, best_bound))
                 break
         add(found, fresh)
         if progress is not None:
-            progress(iteration, lower, best_bound, _gap(lower, best_bound))
+            progress(iteration, lower, best_bound, relative_gap(lower, best_bound))
     pool, rotated = start, False
     if weights is not None:
         support = np.flatnonzero(weights > 1e-12)
@@ -252,12 +252,10 @@ def _entering(found: PricingResult, lam: np.ndarray, mu: float, tol: float, seen
         return np.zeros(0, dtype=np.int64)
     reduced = np.asarray(found.values, dtype=float) + masks @ lam - mu
     hashes = Columns.from_masks(masks).hashes().tolist()
-    keep = [j for j in np.argsort(-reduced, kind="stable") if reduced[j] > tol and hashes[j] not in seen]
-    # equal sets priced twice in one call enter once
-    unique, out = set(), []
-    for j in keep:
-        if hashes[j] not in unique:
-            unique.add(hashes[j])
+    entering, out = set(), []  # equal sets priced twice in one call enter once
+    for j in np.argsort(-reduced, kind="stable"):
+        if reduced[j] > tol and hashes[j] not in seen and hashes[j] not in entering:
+            entering.add(hashes[j])
             out.append(j)
     return np.asarray(out, dtype=np.int64)
 
@@ -294,7 +292,3 @@ def _best_distribution(values: np.ndarray, coverage: sp.sparray, need: np.ndarra
 
 def _masks(found: PricingResult) -> np.ndarray:
     return np.asarray(found.columns, dtype=bool).reshape(-1, np.shape(found.columns)[-1])
-
-
-def _gap(lower: float, upper: float) -> float:
-    return (upper - lower) / max(abs(lower), 1e-12) if math.isfinite(upper) else math.inf
