@@ -70,7 +70,7 @@ def replay(case: str, call: dict, cuts: bool, limit: int) -> dict:
     if cuts and call["keys"]:
         terms, at = (np.array(column) for column in zip(*call["keys"]))
         term._tangents(model, terms.astype(int), at.astype(float))
-        model._last_used, model._epoch, model._noted = call["last_used"].copy(), call["epoch"], call["noted"]
+        model.restore_usage(call["last_used"], call["epoch"], call["noted"])
     before = milp.CUT_POOL_ROWS
     milp.CUT_POOL_ROWS = limit
     try:

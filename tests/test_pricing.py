@@ -390,6 +390,35 @@ def test_cut_pool_drops_idle_cuts_least_recently_used_first() -> None:
     assert model.num_row == permanent and model.num_cuts == 0
 
 
+def test_cut_pool_usage_restored_on_a_fresh_model_drops_the_same_cuts() -> None:
+    """A second model given the first's cuts and, through ``restore_usage``, the usage state
+    ``cut_pool`` reported drops the same cuts as the first; usage for another number of cuts is
+    refused with the two counts."""
+
+    def model_with(keys: list[str]) -> MilpModel:
+        model = MilpModel(3, 1)
+        model.freeze()
+        model.add_cuts(keys, lambda fresh: (np.arange(1.0, len(keys) + 1)[fresh],
+                                            sp.csr_array(np.eye(3)[: len(keys)][fresh])))
+        return model
+
+    keys = ["a", "b", "c"]
+    first = model_with(keys)
+    activity = np.array([1.0, 1.0, 0.0, 0.0])  # the row Σ x = k, then the cuts: "a" binding
+    first.note_binding(activity)
+    first.drop_idle_cuts(limit=3)  # nothing goes, the epoch moves on
+    first.note_binding(activity)
+    state = first.cut_pool()
+    second = model_with(keys)
+    second.restore_usage(*state[1:])
+    np.testing.assert_array_equal(second.cut_pool()[1], state[1])
+    assert second.cut_pool()[2:] == state[2:]
+    assert first.drop_idle_cuts(limit=1) == second.drop_idle_cuts(limit=1) == 2
+    assert first.cut_pool()[0] == second.cut_pool()[0] == ["a"]
+    with pytest.raises(ValueError, match="usage for 2 cuts given, the pool holds 1"):
+        second.restore_usage(np.zeros(2, dtype=np.int64), 0, True)
+
+
 @pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
 def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
     """The cuts binding at the cut LP relaxation's optimum are kept: after dropping the rest,

@@ -191,6 +191,14 @@ class MilpModel:
         whether a solution was noted since the last drop."""
         return list(self._cut_keys), self._last_used.copy(), self._epoch, self._noted
 
+    def restore_usage(self, last_used: np.ndarray, epoch: int, noted: bool) -> None:
+        """Set the pool's usage state to one :meth:`cut_pool` returned for a pool with the same
+        cuts in the same order (a benchmark replays a recorded call on a fresh model so)."""
+        last_used = np.asarray(last_used, dtype=np.int64)
+        if last_used.shape != (len(self._cut_keys),):
+            raise ValueError(f"usage for {last_used.size} cuts given, the pool holds {len(self._cut_keys)}")
+        self._last_used, self._epoch, self._noted = last_used.copy(), int(epoch), bool(noted)
+
     def add_cuts(self, keys: Sequence[Hashable],
                  rows: Callable[[np.ndarray], tuple[np.ndarray, sp.csr_array]]) -> int:
         """Append the candidate rows whose keys are not in the model yet; return how many.
