@@ -24,13 +24,19 @@ Instances (seeded; :mod:`fairsched.instances.generators`, costly floors ``Σ r =
   ``n = 400``, ``k = 40``, 200 points from data-generating processes nothing was tuned on
   (:func:`untuned_facility_location`; ``benchmarks/README.md``, "Facility location on
   data nothing was tuned on").
+- ``coverage-powerlaw``, ``coverage-geometric`` (:func:`untuned_coverage`),
+  ``concave-{sqrt,log1p}-{sparse,quality}`` (:func:`untuned_concave`) and
+  ``mixture-untuned`` (:func:`untuned_mixture`): the other kinds at their cases' sizes from
+  data-generating processes nothing was tuned on (``benchmarks/README.md``, "Coverage,
+  concave of modular and the mixture on data nothing was tuned on").
 
 The figures measured with this benchmark, each with its date, the commit it was compared
 against and the command, are in ``benchmarks/README.md``: the *Cross-device scale* table and
 its sections *Certifying the requested gap*, *Restarts from the exact columns*, *Schedule
 search for the starting pool*, *Cut pool*, *Facility location: where the goal stops holding*,
 *Swap values without a sparse matrix built per call*, *Floor groups, and an interrupt flag
-HiGHS kept* and *Facility location on data nothing was tuned on*.  (This docstring used to
+HiGHS kept*, *Facility location on data nothing was tuned on* and *Coverage, concave of
+modular and the mixture on data nothing was tuned on*.  (This docstring used to
 repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
@@ -78,6 +84,15 @@ def facility_location_table(workers: int, seed: int = 0) -> dict[str, Any]:
                                       seed=seed)
 
 
+def untuned_floors(rng: np.random.Generator, n: int, k: int, quality: np.ndarray | None = None) -> np.ndarray:
+    """Floors for the untuned families: uniform on ``[0, 1.6·k/n]`` (``Σ r ≈ 0.8·k``), or with a
+    worker ``quality``, decreasing in it (``∝ quality^−0.3``) and scaled to ``Σ r = 0.85·k``."""
+    if quality is None:
+        return rng.uniform(0.0, 1.6 * k / n, n)
+    floors = (quality.max() / quality) ** 0.3
+    return floors * (0.85 * k / floors.sum())
+
+
 def untuned_facility_location(family: str, seed: int = 0, n: int = 400, k: int = 40,
                               points: int = 200) -> dict[str, Any]:
     """Facility location at the case's size from data-generating processes nothing in the
@@ -98,17 +113,93 @@ def untuned_facility_location(family: str, seed: int = 0, n: int = 400, k: int =
         # one worker at a time: no (points, n, 2) array
         similarity = np.stack([np.exp(-((where_points - w) ** 2).sum(axis=1) / 0.02) for w in where_workers],
                               axis=1)
-        floors = rng.uniform(0.0, 1.6 * k / n, n)
+        floors = untuned_floors(rng, n, k)
     elif family == "lognormal":
         quality = rng.lognormal(0.0, 0.7, n)
         similarity = rng.uniform(0.0, 1.0, (points, n)) ** 3 * quality
-        floors = (quality.max() / quality) ** 0.3
-        floors *= 0.85 * k / floors.sum()
+        floors = untuned_floors(rng, n, k, quality)
     else:
         raise ValueError(f"unknown facility-location family {family!r}")
     return {"name": f"facility-location-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
             "workers": {"r": np.round(floors, 6).tolist()},
             "utility": {"kind": "facility-location", "similarity": similarity.round(4).tolist()}}
+
+
+def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
+                     elements: int = 2000) -> dict[str, Any]:
+    """Weighted coverage at the ``coverage`` case's size from data-generating processes nothing
+    in the package was tuned on (its generator, ``k`` strong workers and equal weak floors, was):
+
+    - ``powerlaw``: element popularity ``∝ rank^−0.8`` (ranks shuffled), each worker's number of
+      elements lognormal around ``0.03·elements`` (σ = 1, between 1 and half the elements),
+      drawn by popularity; weights lognormal (σ = 0.5); floors uniform on ``[0, 1.6·k/n]``;
+    - ``geometric``: elements and workers uniform in the unit square, each worker covering the
+      elements within a radius uniform on ``[0.02, 0.1]`` (at least its nearest); weights uniform
+      on ``[0.5, 1.5]``; floors decreasing in the weight a worker covers, ``Σ r = 0.85·k``.
+    """
+    rng = np.random.default_rng(seed)
+    if family == "powerlaw":
+        popularity = rng.permutation(np.arange(1, elements + 1) ** -0.8)
+        popularity /= popularity.sum()
+        sizes = np.clip(np.round(rng.lognormal(np.log(0.03 * elements), 1.0, n)), 1, elements // 2).astype(int)
+        covers = [np.sort(rng.choice(elements, size=size, replace=False, p=popularity)) for size in sizes]
+        weights = rng.lognormal(0.0, 0.5, elements)
+        floors = untuned_floors(rng, n, k)
+    elif family == "geometric":
+        where_elements, where_workers = rng.uniform(0.0, 1.0, (elements, 2)), rng.uniform(0.0, 1.0, (n, 2))
+        radius = rng.uniform(0.02, 0.1, n)
+        weights = rng.uniform(0.5, 1.5, elements)
+        covers = []
+        for w, rho in zip(where_workers, radius):
+            distance = np.sqrt(((where_elements - w) ** 2).sum(axis=1))
+            covers.append(np.union1d(np.flatnonzero(distance <= rho), [int(distance.argmin())]))
+        floors = untuned_floors(rng, n, k, np.array([weights[c].sum() for c in covers]))
+    else:
+        raise ValueError(f"unknown coverage family {family!r}")
+    return {"name": f"coverage-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
+            "workers": {"r": np.round(floors, 6).tolist()},
+            "utility": {"kind": "coverage", "covers": [c.tolist() for c in covers],
+                        "weights": np.round(weights, 4).tolist()}}
+
+
+def untuned_concave(family: str, concave: str, seed: int = 0, n: int = 100, k: int = 10,
+                    features: int = 50) -> dict[str, Any]:
+    """Concave of modular sums at the ``concave-*`` cases' size from data-generating processes
+    nothing in the package was tuned on (their generator, ``k`` strong workers, was):
+
+    - ``sparse``: each worker has 5 nonzero features, lognormal (σ = 1); floors uniform on
+      ``[0, 1.6·k/n]``;
+    - ``quality``: worker quality ``q_u`` lognormal (σ = 0.7), features ``q_u·Gamma(0.5)``;
+      floors decreasing in quality, ``Σ r = 0.85·k``.
+    """
+    rng = np.random.default_rng(seed)
+    if family == "sparse":
+        values = np.zeros((features, n))
+        for u in range(n):
+            values[rng.choice(features, size=5, replace=False), u] = rng.lognormal(0.0, 1.0, 5)
+        floors = untuned_floors(rng, n, k)
+    elif family == "quality":
+        quality = rng.lognormal(0.0, 0.7, n)
+        values = rng.gamma(0.5, 1.0, (features, n)) * quality
+        floors = untuned_floors(rng, n, k, quality)
+    else:
+        raise ValueError(f"unknown concave-of-modular family {family!r}")
+    return {"name": f"concave-{concave}-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
+            "workers": {"r": np.round(floors, 6).tolist()},
+            "utility": {"kind": "concave-modular", "features": values.round(4).tolist(), "concave": concave}}
+
+
+def untuned_mixture(seed: int = 0, n: int = 100, k: int = 10) -> dict[str, Any]:
+    """The ``mixture`` case's kinds and size (coverage over ``2n`` elements plus facility location
+    over ``n/2`` points, weight 1 each) from the untuned families: ``powerlaw`` coverage and
+    ``gaussian`` facility location on the same workers, floors uniform on ``[0, 1.6·k/n]``."""
+    cover = untuned_coverage("powerlaw", seed, n, k, 2 * n)
+    facility = untuned_facility_location("gaussian", seed, n, k, n // 2)
+    floors = untuned_floors(np.random.default_rng([seed, 1]), n, k)
+    return {"name": f"mixture-untuned-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
+            "workers": {"r": np.round(floors, 6).tolist()},
+            "utility": {"kind": "mixture", "components": [dict(cover["utility"], weight=1.0),
+                                                         dict(facility["utility"], weight=1.0)]}}
 
 
 CASES = {
@@ -122,6 +213,13 @@ CASES = {
     "concave-log1p": lambda seed=0: concave_modular_instance(n=100, k=10, features=50, concave="log1p",
                                                              seed=seed),
     "mixture": mixture_table,
+    "coverage-powerlaw": lambda seed=0: untuned_coverage("powerlaw", seed),
+    "coverage-geometric": lambda seed=0: untuned_coverage("geometric", seed),
+    "concave-sqrt-sparse": lambda seed=0: untuned_concave("sparse", "sqrt", seed),
+    "concave-sqrt-quality": lambda seed=0: untuned_concave("quality", "sqrt", seed),
+    "concave-log1p-sparse": lambda seed=0: untuned_concave("sparse", "log1p", seed),
+    "concave-log1p-quality": lambda seed=0: untuned_concave("quality", "log1p", seed),
+    "mixture-untuned": untuned_mixture,
 }
 
 
