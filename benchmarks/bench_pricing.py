@@ -40,13 +40,15 @@ modular and the mixture on data nothing was tuned on*.  (This docstring used to
 repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
-                                       [--cut-pool-rows N] [--workers N] [CASE ...]
+                                       [--cut-pool-rows N] [--workers N] [--no-tailing-off]
+                                       [CASE ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -56,6 +58,7 @@ import pytest
 
 import fairsched
 import fairsched.lp.pricing.milp as milp
+import fairsched.lp.solve as solve_module
 from fairsched.instances import problem_from_table
 from fairsched.instances.generators import (
     concave_modular_instance,
@@ -250,6 +253,19 @@ def exact_calls_through(wrapper: Callable[..., Any]) -> Iterator[None]:
         milp.MilpPricing.__call__ = original
 
 
+@contextlib.contextmanager
+def without_tailing_off() -> Iterator[None]:
+    """Inside the block ``fairsched.optimum``'s column generation never stops on tailing-off
+    (only on its gap, the time limit or its iteration limit): to see where a run that
+    stopped so would have gone."""
+    original = solve_module.column_generation
+    solve_module.column_generation = functools.partial(original, tailing_off=None)
+    try:
+        yield
+    finally:
+        solve_module.column_generation = original
+
+
 def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, float]:
     """Column generation on ``case`` for ``seconds`` with the defaults: its result and, of its
     last exact pricing call made for the bound (no target), the duals ``λ``, the master's
@@ -301,14 +317,18 @@ def traced(started: float) -> Callable[..., Any]:
 
 
 def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: int = 0,
-          workers: int | None = None) -> dict[str, Any]:
+          workers: int | None = None, tailing_off: bool = True) -> dict[str, Any]:
     """Solve one case (the instance of the generators' ``seed``, rescaled to ``workers``: see
     :func:`problem`); the figures printed and returned (``trace``: also every iteration and
-    every exact pricing call)."""
+    every exact pricing call; ``tailing_off`` false: :func:`without_tailing_off`)."""
     prob = problem(case, seed, workers)
     wall, cpu = time.perf_counter(), time.process_time()
     progress = printed_progress(wall) if trace else None
-    with exact_calls_through(traced(wall)) if trace else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        if trace:
+            stack.enter_context(exact_calls_through(traced(wall)))
+        if not tailing_off:
+            stack.enter_context(without_tailing_off())
         opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit, progress=progress)
     row = {"case": case, "seed": seed, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
            "cpu": time.process_time() - cpu, "gap": opt.gap, "status": opt.status,
@@ -339,6 +359,9 @@ if __name__ == "__main__":
                         help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
     parser.add_argument("--trace", action="store_true",
                         help="print every iteration's bounds and every exact pricing call")
+    parser.add_argument("--no-tailing-off", action="store_true",
+                        help="never stop on tailing-off (only at the gap or the time limit): where a run "
+                             "that stopped so would have gone")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="the generators' seed (default 0, the instances of the figures quoted; "
                              "others are instances nothing was tuned on)")
@@ -362,4 +385,4 @@ if __name__ == "__main__":
     if args.cut_pool_rows is not None:
         milp.CUT_POOL_ROWS = args.cut_pool_rows
     for name in args.cases or list(CASES):
-        solve(name, args.time_limit, args.trace, args.seed, args.workers)
+        solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off)
