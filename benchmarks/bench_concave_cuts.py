@@ -7,8 +7,8 @@ For each case of ``bench_pricing.py`` (default: ``concave-sqrt-sparse``,
 continuous relaxation's duals (what column generation prices first; taken with tangents
 only, so that both calls price the same λ) exactly on a fresh
 :class:`~fairsched.lp.pricing.ConcavePricing` twice, with the submodular cuts of
-:mod:`fairsched.lp.pricing.concave` switched off (tangents only, the baseline) and on, and
-prints for each: the root LP bound after the cut rounds, its gap to the maximum found, the
+:mod:`fairsched.lp.pricing.concave` switched off through ``SUBMODULAR_CUTS`` (tangents only,
+the baseline) and on, and prints for each: the root LP bound after the cut rounds, its gap to the maximum found, the
 seconds and branch-and-bound nodes of the exact call, the maximum and the certified bound.
 Both calls must find the same maximum (to the MIP gap); the ratio of the seconds is the figure.
 """
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 
 from fairsched.lp.pricing import pricing_for  # noqa: E402
-from fairsched.lp.pricing.concave import ConcaveTerm  # noqa: E402
+import fairsched.lp.pricing.concave as concave  # noqa: E402
 
 DEFAULT_CASES = ["concave-sqrt-sparse", "concave-log1p-sparse", "concave-sqrt", "concave-log1p"]
 #: the MIP gap column generation asks of the pricing at the benchmarks' gap of 1e-4
@@ -41,12 +41,11 @@ REL_GAP = 1e-5
 @contextlib.contextmanager
 def submodular_cuts(on: bool) -> Iterator[None]:
     """Inside the block the concave terms add their submodular cuts only if ``on``."""
-    original = ConcaveTerm.submodular
-    ConcaveTerm.submodular = property(lambda self: on and original.fget(self))
+    saved, concave.SUBMODULAR_CUTS = concave.SUBMODULAR_CUTS, on
     try:
         yield
     finally:
-        ConcaveTerm.submodular = original
+        concave.SUBMODULAR_CUTS = saved
 
 
 def relaxation_duals(case: str, seed: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fairsched.lp.pricing import greedy, milp
+from fairsched.lp.pricing import concave
 from fairsched.lp.pricing.concave import ConcaveTerm, concave_form
 from fairsched.lp.pricing.milp import MilpModel
 from fairsched.lp.pricing import (
@@ -535,7 +536,7 @@ def test_submodular_cuts_tighten_the_concave_root_bound(monkeypatch) -> None:
         best = float(np.max(utility.values(masks) + masks @ lam))
         bounds = {}
         for submodular in (False, True):
-            monkeypatch.setattr(ConcaveTerm, "submodular", property(lambda self, on=submodular: on))
+            monkeypatch.setattr(concave, "SUBMODULAR_CUTS", submodular)
             oracle = ConcavePricing(utility, k, perturbations=0)
             oracle.h.changeColsCost(n, np.arange(n, dtype=np.int32), oracle.x_cost + lam)
             bounds[submodular] = oracle._relaxation_rounds(math.inf)

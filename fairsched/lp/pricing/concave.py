@@ -81,6 +81,9 @@ INITIAL_TANGENTS = 24
 CUT_TOLERANCE = 1e-10
 #: an ``x_u`` this far from 0 and 1 makes a point fractional (the submodular cuts are sought there)
 FRACTIONAL = 1e-6
+#: whether the terms with ``φ(0) = 0`` add the submodular cuts (module docstring); off only to
+#: measure what they bring (``benchmarks/bench_concave_cuts.py``)
+SUBMODULAR_CUTS = True
 
 
 @dataclass
@@ -223,16 +226,19 @@ class ConcaveTerm(Term):
 
     @property
     def submodular(self) -> bool:
-        """Whether the submodular cuts apply: curves with ``φ(0) = 0`` (module docstring)."""
-        return self.form.curve in ("sqrt", "log1p")
+        """Whether the submodular cuts apply: curves with ``φ(0) = 0`` (module docstring), unless
+        :data:`SUBMODULAR_CUTS` is off."""
+        return SUBMODULAR_CUTS and self.form.curve in ("sqrt", "log1p")
 
-    def submodular_cuts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Both submodular cuts of every term at ``T`` = the ``k`` largest ``x_u`` (module
-        docstring), as ``t_j <= const + coef·x``: ``(terms, const, coef)``, two rows per term
-        (first form, then second), ``coef`` dense ``(2J, n)``."""
+    def submodular_cuts(self, x: np.ndarray, members: np.ndarray | None = None,
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Both submodular cuts of every term at ``T`` = ``members`` (a mask; default the ``k``
+        largest ``x_u``, as :meth:`separate` takes it; module docstring), as
+        ``t_j <= const + coef·x``: ``(terms, const, coef)``, two rows per term (first form,
+        then second), ``coef`` dense ``(2J, n)``."""
         W = self.W.toarray()
         J = W.shape[0]
-        members = self._largest(x)
+        members = self._largest(x) if members is None else members
         phi = self.form.phi  # sqrt or log1p: no per-term parameters
         in_T = W[:, members].sum(axis=1)
         h_T = phi(in_T)
@@ -257,14 +263,14 @@ class ConcaveTerm(Term):
         return members
 
     def _submodular_cuts(self, model: MilpModel, x: np.ndarray, own: np.ndarray) -> int:
-        terms, const, coef = self.submodular_cuts(x)
+        members = self._largest(x)
+        terms, const, coef = self.submodular_cuts(x, members)
         bound = const + coef @ x
         violated = np.flatnonzero(own[terms] - bound > CUT_TOLERANCE * np.maximum(1.0, np.abs(bound)))
         if violated.size == 0:
             return 0
-        members = self._largest(x).tobytes()
-        keys = [(self, "submodular", int(i % self.rows.size), int(i // self.rows.size), members)
-                for i in violated]
+        at = members.tobytes()  # the cuts' T: with the term and the form, what makes a cut
+        keys = [(self, "submodular", int(i % self.rows.size), int(i // self.rows.size), at) for i in violated]
 
         def rows(fresh: np.ndarray) -> tuple[np.ndarray, sp.csr_array]:
             which = violated[fresh]
