@@ -96,6 +96,12 @@ def untuned_floors(rng: np.random.Generator, n: int, k: int, quality: np.ndarray
     return floors * (0.85 * k / floors.sum())
 
 
+def untuned_table(name: str, k: int, floors: np.ndarray, utility: dict[str, Any]) -> dict[str, Any]:
+    """An instance table of the untuned families: floors rounded to 6 decimals, 20,000 rounds."""
+    return {"name": name, "k": k, "rounds": 20_000, "workers": {"r": np.round(floors, 6).tolist()},
+            "utility": utility}
+
+
 def untuned_facility_location(family: str, seed: int = 0, n: int = 400, k: int = 40,
                               points: int = 200) -> dict[str, Any]:
     """Facility location at the case's size from data-generating processes nothing in the
@@ -123,9 +129,8 @@ def untuned_facility_location(family: str, seed: int = 0, n: int = 400, k: int =
         floors = untuned_floors(rng, n, k, quality)
     else:
         raise ValueError(f"unknown facility-location family {family!r}")
-    return {"name": f"facility-location-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
-            "workers": {"r": np.round(floors, 6).tolist()},
-            "utility": {"kind": "facility-location", "similarity": similarity.round(4).tolist()}}
+    return untuned_table(f"facility-location-{family}-n{n}-k{k}-s{seed}", k, floors,
+                         {"kind": "facility-location", "similarity": similarity.round(4).tolist()})
 
 
 def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
@@ -159,10 +164,9 @@ def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
         floors = untuned_floors(rng, n, k, np.array([weights[c].sum() for c in covers]))
     else:
         raise ValueError(f"unknown coverage family {family!r}")
-    return {"name": f"coverage-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
-            "workers": {"r": np.round(floors, 6).tolist()},
-            "utility": {"kind": "coverage", "covers": [c.tolist() for c in covers],
-                        "weights": np.round(weights, 4).tolist()}}
+    return untuned_table(f"coverage-{family}-n{n}-k{k}-s{seed}", k, floors,
+                         {"kind": "coverage", "covers": [c.tolist() for c in covers],
+                          "weights": np.round(weights, 4).tolist()})
 
 
 def untuned_concave(family: str, concave: str, seed: int = 0, n: int = 100, k: int = 10,
@@ -187,9 +191,8 @@ def untuned_concave(family: str, concave: str, seed: int = 0, n: int = 100, k: i
         floors = untuned_floors(rng, n, k, quality)
     else:
         raise ValueError(f"unknown concave-of-modular family {family!r}")
-    return {"name": f"concave-{concave}-{family}-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
-            "workers": {"r": np.round(floors, 6).tolist()},
-            "utility": {"kind": "concave-modular", "features": values.round(4).tolist(), "concave": concave}}
+    return untuned_table(f"concave-{concave}-{family}-n{n}-k{k}-s{seed}", k, floors,
+                         {"kind": "concave-modular", "features": values.round(4).tolist(), "concave": concave})
 
 
 def untuned_mixture(seed: int = 0, n: int = 100, k: int = 10) -> dict[str, Any]:
@@ -199,10 +202,9 @@ def untuned_mixture(seed: int = 0, n: int = 100, k: int = 10) -> dict[str, Any]:
     cover = untuned_coverage("powerlaw", seed, n, k, 2 * n)
     facility = untuned_facility_location("gaussian", seed, n, k, n // 2)
     floors = untuned_floors(np.random.default_rng([seed, 1]), n, k)
-    return {"name": f"mixture-untuned-n{n}-k{k}-s{seed}", "k": k, "rounds": 20_000,
-            "workers": {"r": np.round(floors, 6).tolist()},
-            "utility": {"kind": "mixture", "components": [dict(cover["utility"], weight=1.0),
-                                                         dict(facility["utility"], weight=1.0)]}}
+    return untuned_table(f"mixture-untuned-n{n}-k{k}-s{seed}", k, floors,
+                         {"kind": "mixture", "components": [dict(cover["utility"], weight=1.0),
+                                                           dict(facility["utility"], weight=1.0)]})
 
 
 CASES = {
