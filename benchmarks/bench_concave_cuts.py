@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 import time
 from pathlib import Path
@@ -63,9 +62,7 @@ def price_once(case: str, seed: int, lam: np.ndarray, submodular: bool) -> dict[
         problem = bench_pricing.problem(case, seed)
         oracle = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
         oracle.set_rel_gap(REL_GAP)
-        n = problem.n
-        oracle.h.changeColsCost(n, np.arange(n, dtype=np.int32), oracle.x_cost + lam)
-        root = oracle._relaxation_rounds(math.inf)
+        root = oracle.relaxation_bound(lam)
         started = time.perf_counter()
         result = oracle(lam)
         seconds = time.perf_counter() - started

@@ -421,6 +421,25 @@ def test_cut_pool_usage_restored_on_a_fresh_model_drops_the_same_cuts() -> None:
         second.restore_usage(np.zeros(2, dtype=np.int64), 0, True)
 
 
+@pytest.mark.parametrize("kind", ["coverage", "facility-location", "sqrt", "log1p"])
+def test_relaxation_bound_is_an_upper_bound_at_the_prices_given(kind: str) -> None:
+    """``relaxation_bound(λ)`` is at or above ``max_{|S|=k} f(S) + λ(S)`` (enumerated), it
+    prices the λ it is given (a uniform shift ``c`` adds exactly ``c·k``: ``Σ x = k``), and a
+    λ of the wrong shape is refused."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        n, k = 9, 3
+        utility = make_utility(kind, n, rng)
+        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+        lam = random_lam(n, rng, 1.0)
+        best = brute_force(utility, k, lam)
+        bound = oracle.relaxation_bound(lam)
+        assert bound >= best - 1e-7 * max(1.0, abs(best))
+        assert oracle.relaxation_bound(lam + 2.5) == pytest.approx(bound + 2.5 * k, rel=1e-7, abs=1e-7)
+    with pytest.raises(ValueError, match=r"lam must have shape \(9,\), got \(8,\)"):
+        oracle.relaxation_bound(np.zeros(8))
+
+
 @pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
 def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
     """The cuts binding at the cut LP relaxation's optimum are kept: after dropping the rest,
@@ -433,15 +452,14 @@ def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
         utility = make_utility(kind, n, rng)
         oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
         lam = random_lam(n, rng, 0.3)
-        oracle.h.changeColsCost(n, np.arange(n, dtype=np.int32), oracle.x_cost + lam)
-        bound = oracle._relaxation_rounds(math.inf)
+        bound = oracle.relaxation_bound(lam)
         if oracle.model.num_cuts == 0:
             continue
         assert oracle.model.drop_idle_cuts(limit=0) == 0  # every cut is new: none idle yet
         cuts = oracle.stats["cuts"]
-        assert oracle._relaxation_rounds(math.inf) == pytest.approx(bound, rel=1e-9, abs=1e-9)
+        assert oracle.relaxation_bound(lam) == pytest.approx(bound, rel=1e-9, abs=1e-9)
         dropped += oracle.model.drop_idle_cuts(limit=0)  # those not binding at that optimum
-        assert oracle._relaxation_rounds(math.inf) == pytest.approx(bound, rel=1e-9, abs=1e-9)
+        assert oracle.relaxation_bound(lam) == pytest.approx(bound, rel=1e-9, abs=1e-9)
         assert oracle.stats["cuts"] == cuts
     assert dropped > 0
 
@@ -538,8 +556,7 @@ def test_submodular_cuts_tighten_the_concave_root_bound(monkeypatch) -> None:
         for submodular in (False, True):
             monkeypatch.setattr(concave, "SUBMODULAR_CUTS", submodular)
             oracle = ConcavePricing(utility, k, perturbations=0)
-            oracle.h.changeColsCost(n, np.arange(n, dtype=np.int32), oracle.x_cost + lam)
-            bounds[submodular] = oracle._relaxation_rounds(math.inf)
+            bounds[submodular] = oracle.relaxation_bound(lam)
         assert best <= bounds[True] + 1e-7 * max(1.0, best)
         assert bounds[True] <= bounds[False] + 1e-9 * max(1.0, best)
         tighter += bounds[True] < bounds[False] - 1e-6 * max(1.0, best)

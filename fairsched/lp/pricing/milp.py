@@ -566,6 +566,21 @@ class MilpPricing(PricingOracle):
         return PricingResult(result.columns, result.values, result.upper_bound, exact)
 
     # -- the continuous relaxation -----------------------------------------------------
+    def relaxation_bound(self, lam: np.ndarray, stop: float = math.inf) -> float:
+        """The root bound of the MILP at ``lam``: ``max Σ_terms g(x) + λ·x`` over ``0 <= x <= 1``,
+        ``Σ x = k``, with the terms' cuts separated at its optimum for up to
+        :data:`LP_CUT_ROUNDS` rounds (or until ``stop``, a ``time.perf_counter()`` value).
+
+        It is an upper bound on ``max_{|S|=k} f(S) + λ(S)`` (every term over-estimates its
+        function on the integer points), ``inf`` when the last round still added rows or a
+        solve was not optimal.  The cuts found stay in the model for later calls.
+        """
+        lam = np.asarray(lam, dtype=float)
+        if lam.shape != (self.n,):
+            raise ValueError(f"lam must have shape ({self.n},), got {lam.shape}")
+        self.h.changeColsCost(self.n, self._x_index, self.model.x_cost + lam)
+        return self._relaxation_rounds(stop)
+
     def relaxation_duals(self, r: np.ndarray) -> np.ndarray:
         """λ from the continuous relaxation ``max Σ_terms g(x)  s.t.  r <= x <= 1, Σ x = k``.
 
