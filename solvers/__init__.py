@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_GAP": "colgen",
     "PricingResult": "colgen",
     "column_generation": "colgen",
+    "reduced_costs": "colgen",
     "relative_gap": "colgen",
     "count_k_subsets": "columns",
     "k_subset_masks": "columns",

@@ -851,7 +851,6 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
     call.  Pricing stops at the time limit and once ``certified()`` (the requested gap is
     proved).
     """
-    n = r.size
     center = certificate.lam if feasible else None
     alphas = [0.0]
     if center is not None:
@@ -867,7 +866,7 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
         nonlocal adapted
         for alpha, point in zip(alphas, points):
             result = price_at(point, oracle, _target(mu, wanted, alpha, certificate))
-            cols, vals, entering = _entering(result, lam, mu, threshold, n)
+            cols, vals, entering = _entering(result, lam, mu, threshold)
             if alpha > 0 and not adapted:
                 smoother.adapt(center, lam, cols[0] if cols.shape[0] else None, r)
                 adapted = True
@@ -880,7 +879,7 @@ def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[...,
         if entering.size and bound_budget is not None:
             bound_call = _within(price, min(stop_at, time.perf_counter() + bound_budget),
                                  lambda: price_at(points[0], price))  # for the bound: no early stop
-            exact_cols, exact_vals, _ = _entering(bound_call, lam, mu, threshold, n)
+            exact_cols, exact_vals, _ = _entering(bound_call, lam, mu, threshold)
             cols, vals = np.concatenate([exact_cols, cols]), np.concatenate([exact_vals, vals])
             return cols, vals, np.flatnonzero(vals + cols @ lam - mu > threshold), bound_call, True
         if entering.size or over():
@@ -946,12 +945,19 @@ def _target(mu: float, wanted: float, alpha: float, certificate: _Certificate) -
     return target if alpha <= 0 else alpha * certificate.pricing_bound + (1.0 - alpha) * target
 
 
-def _entering(result: PricingResult, lam: np.ndarray, mu: float, threshold: float,
-              n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(columns, values, indices of those with reduced cost f(S) + λ(S) − μ > threshold)."""
-    cols = np.asarray(result.columns, dtype=bool).reshape(-1, n)
+def reduced_costs(result: PricingResult, lam: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The priced columns as masks (m, n), their values ``f(S)`` and their reduced costs
+    ``f(S) + λ(S) − μ`` at the master's duals (λ for the floors, μ for ``Σ p_S = 1``)."""
+    lam = np.asarray(lam, dtype=float)
+    cols = np.asarray(result.columns, dtype=bool).reshape(-1, lam.size)
     vals = np.asarray(result.values, dtype=float).reshape(-1)
-    reduced = vals + cols @ lam - mu
+    return cols, vals, vals + cols @ lam - mu
+
+
+def _entering(result: PricingResult, lam: np.ndarray, mu: float,
+              threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(columns, values, indices of those with reduced cost f(S) + λ(S) − μ > threshold)."""
+    cols, vals, reduced = reduced_costs(result, lam, mu)
     return cols, vals, np.flatnonzero(reduced > threshold)
 
 

@@ -20,6 +20,7 @@ from fairsched.solvers import (
     colgen,
     column_generation,
     k_subset_masks,
+    reduced_costs,
     solve_distribution_lp,
 )
 
@@ -796,3 +797,16 @@ def test_targeted_calls_seek_columns_that_matter_to_the_gap():
     assert max(excess) >= 0.5 * colgen.ENOUGH_SHARE * gap * reference
     assert colgen._wanted(1e-12, reference, gap) == pytest.approx(colgen.ENOUGH_SHARE * gap * reference)
     assert colgen._wanted(1e-12, -math.inf, gap) == 2e-12
+
+
+def test_reduced_costs_of_priced_columns() -> None:
+    """``f(S) + λ(S) − μ`` per priced column, the masks and values as given; none priced: empty."""
+    masks = np.array([[True, False, True], [False, True, True]])
+    found = PricingResult(masks, np.array([2.0, 5.0]), 7.0, True)
+    cols, vals, reduced = reduced_costs(found, np.array([0.5, 0.25, 1.0]), 3.0)
+    assert cols.tolist() == masks.tolist()
+    assert vals.tolist() == [2.0, 5.0]
+    assert reduced.tolist() == [2.0 + 1.5 - 3.0, 5.0 + 1.25 - 3.0]
+    empty = PricingResult(np.zeros((0, 3), dtype=bool), np.zeros(0), math.inf, False)
+    cols, vals, reduced = reduced_costs(empty, np.zeros(3), 0.0)
+    assert cols.shape == (0, 3) and vals.size == 0 and reduced.size == 0

@@ -52,7 +52,7 @@ from scipy.optimize import OptimizeResult, linprog
 
 from fairsched.lp.pricing.initial import StartingPool, column_values
 from fairsched.lp.pricing.schedule_search import better_start
-from fairsched.solvers.colgen import PricingResult, relative_gap
+from fairsched.solvers.colgen import PricingResult, reduced_costs, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
 
@@ -247,10 +247,9 @@ def _entering(found: PricingResult, lam: np.ndarray, mu: float, tol: float, seen
     """Indices of the priced columns with reduced cost above ``tol`` not yet in the pool, best
     first (known by their hash: a collision could only end the phase early, never make a
     bound wrong)."""
-    masks = _masks(found)
+    masks, _, reduced = reduced_costs(found, lam, mu)
     if masks.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    reduced = np.asarray(found.values, dtype=float) + masks @ lam - mu
     hashes = Columns.from_masks(masks).hashes().tolist()
     entering, out = set(), []  # equal sets priced twice in one call enter once
     for j in np.argsort(-reduced, kind="stable"):
