@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from fairsched.lp.pricing import greedy, milp
 from fairsched.lp.pricing import concave
 from fairsched.lp.pricing.concave import ConcaveTerm, concave_form
-from fairsched.lp.pricing.milp import MilpModel
+from fairsched.lp.pricing.milp import MilpModel, MilpPricing
 from fairsched.lp.pricing import (
     ConcavePricing,
     CoveragePricing,
@@ -421,17 +421,21 @@ def test_cut_pool_usage_restored_on_a_fresh_model_drops_the_same_cuts() -> None:
         second.restore_usage(np.zeros(2, dtype=np.int64), 0, True)
 
 
+def seeded_oracle(kind: str, seed: int, n: int, k: int, scale: float) -> tuple[SetFunction, MilpPricing, np.ndarray]:
+    """A random ``kind`` utility, its exact oracle (no perturbations) and random prices λ."""
+    rng = np.random.default_rng(seed)
+    utility = make_utility(kind, n, rng)
+    return utility, EXACT_KINDS[kind](utility, k, perturbations=0), random_lam(n, rng, scale)
+
+
 @pytest.mark.parametrize("kind", ["coverage", "facility-location", "sqrt", "log1p"])
 def test_relaxation_bound_is_an_upper_bound_at_the_prices_given(kind: str) -> None:
     """``relaxation_bound(λ)`` is at or above ``max_{|S|=k} f(S) + λ(S)`` (enumerated), it
     prices the λ it is given (a uniform shift ``c`` adds exactly ``c·k``: ``Σ x = k``), and a
     λ of the wrong shape is refused."""
+    k = 3
     for seed in range(5):
-        rng = np.random.default_rng(seed)
-        n, k = 9, 3
-        utility = make_utility(kind, n, rng)
-        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
-        lam = random_lam(n, rng, 1.0)
+        utility, oracle, lam = seeded_oracle(kind, seed, 9, k, 1.0)
         best = brute_force(utility, k, lam)
         bound = oracle.relaxation_bound(lam)
         assert bound >= best - 1e-7 * max(1.0, abs(best))
@@ -447,11 +451,7 @@ def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
     show as a new one)."""
     dropped = 0
     for seed in range(4):
-        rng = np.random.default_rng(seed)
-        n, k = 14, 5
-        utility = make_utility(kind, n, rng)
-        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
-        lam = random_lam(n, rng, 0.3)
+        _, oracle, lam = seeded_oracle(kind, seed, 14, 5, 0.3)
         bound = oracle.relaxation_bound(lam)
         if oracle.model.num_cuts == 0:
             continue
