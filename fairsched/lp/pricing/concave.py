@@ -64,6 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
+from fairsched.submodular.lazy_greedy import top_by_key
 from fairsched.utilities import (
     AccuracyUtility,
     ConcaveModular,
@@ -258,8 +259,9 @@ class ConcaveTerm(Term):
 
     def _largest(self, x: np.ndarray) -> np.ndarray:
         """The mask of the ``k`` largest entries of ``x`` (the first on ties): the cuts' ``T``."""
-        members = np.zeros(np.size(x), dtype=bool)
-        members[np.argsort(-np.asarray(x, dtype=float), kind="stable")[: self.k]] = True
+        x = np.asarray(x, dtype=float)
+        members = np.zeros(x.size, dtype=bool)
+        members[top_by_key(x, np.arange(x.size), self.k)] = True
         return members
 
     def _submodular_cuts(self, model: MilpModel, x: np.ndarray, own: np.ndarray) -> int:
