@@ -1043,11 +1043,11 @@ def _support(state: _State, master: _Master | None) -> tuple[Columns, np.ndarray
     values_all = np.concatenate(values)
     keep = np.flatnonzero(weights_all > 1e-12 * max(1e-300, float(weights_all.max(initial=0.0))))
     columns, weights_all, values_all = columns.take(keep), weights_all[keep], values_all[keep]
-    columns, weights_all, values_all = _merge_duplicates(columns, weights_all, values_all)
+    columns, weights_all, values_all = merge_duplicates(columns, weights_all, values_all)
     return columns, weights_all / weights_all.sum(), values_all
 
 
-def _merge_duplicates(columns: Columns, weights: np.ndarray,
+def merge_duplicates(columns: Columns, weights: np.ndarray,
                       values: np.ndarray) -> tuple[Columns, np.ndarray, np.ndarray]:
     """One entry per distinct set, its weights summed (equal hashes confirmed by the indices)."""
     hashes = columns.hashes()

@@ -233,6 +233,6 @@ def test_accuracy_n1000_default_is_certified(integer):
         add = min(1.0 - x[u], spare)
         x[u] += add
         spare -= add
-    jensen = float(problem.utility._curve(problem.utility.sizes @ x))
+    jensen = float(problem.utility.curve(problem.utility.sizes @ x))
     assert opt.upper_bound <= jensen + 1e-12
     assert opt.pricing_bound - float(opt.fairness_price @ problem.r) <= jensen + 1e-12

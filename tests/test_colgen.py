@@ -282,7 +282,7 @@ def test_accuracy_relaxation_duals_reach_jensens_bound():
         add = min(1 - x[u], spare)
         x[u] += add
         spare -= add
-    jensen = float(utility._curve(utility.sizes @ x))
+    jensen = float(utility.curve(utility.sizes @ x))
     assert oracle(lam).upper_bound - lam @ r <= jensen + 1e-12
 
 

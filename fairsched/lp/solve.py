@@ -32,6 +32,7 @@ from fairsched.errors import (
 from fairsched.lp.availability import availability_optimum
 from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
+from fairsched.lp.pricing.balanced import balanced_pool
 from fairsched.lp.pricing.initial import priority_order
 from fairsched.lp.pricing.schedule_search import better_start, schedule_search
 from fairsched.lp.result import Optimum
@@ -46,6 +47,7 @@ from fairsched.solvers import (
 )
 from fairsched.solvers.colgen import DEFAULT_GAP, column_generation, relative_gap
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
+from fairsched.utilities.accuracy import AccuracyUtility
 
 DEFAULT_MAX_COLUMNS = 1_000_000
 #: ``method="auto"`` enumerates up to this many k-sets and uses column generation above.
@@ -66,6 +68,9 @@ PRICING_COLUMNS = 50
 #: at 0.1 79.6-94.3 s (two), 82.7-85.9 s without the search; facility location reached
 #: 4.5e-3 and 5.2e-3
 SCHEDULE_SHARE = 0.1
+#: share of the time limit by which the balanced decomposition of an accuracy utility's
+#: starting marginals must end (its work is capped too: about 0.1 s at n = 1,000)
+BALANCE_SHARE = 0.5
 
 Progress = Callable[[int, float, float, float], None]
 
@@ -317,6 +322,13 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
                                    deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority)
         pool = better_start(pool, schedule)
+    elif type(problem.utility) is AccuracyUtility:
+        # f = g(L(S)): sets of alike size reach Jensen's bound where the sample's spread of
+        # sizes costs more than the gap, and the degenerate master does not win it back
+        # (balanced's docstring)
+        balanced = balanced_pool(problem.utility, problem.k, r, beat=pool.value(), gap=gap,
+                                 caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
+        pool = better_start(pool, balanced)
     guesses = [relaxation] if relaxation is not None and not known else []
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,

@@ -82,7 +82,7 @@ class AccuracyGains:
         self.error_scale = abs(1.0 - utility.a) + utility.b * max(1.0, float(self.sizes.min()) ** utility.c)
 
     def _curve(self, total: Any) -> Any:
-        return self.utility._curve(total)  # the one definition of the learning curve
+        return self.utility.curve(total)  # the one definition of the learning curve
 
     def gains(self, candidates: np.ndarray) -> np.ndarray:
         sizes = self.sizes[candidates]

@@ -68,21 +68,22 @@ class AccuracyUtility(SetFunction):
         modular one with positive weights."""
         return True
 
-    def _curve(self, total: np.ndarray) -> np.ndarray:
+    def curve(self, total: np.ndarray) -> np.ndarray:
+        """``g(s) = (1 − a) − b·s^c`` of total sizes ``s > 0``: ``f(S) = g(L(S))`` for ``S ≠ ∅``."""
         return (1.0 - self.a) - self.b * np.power(total, self.c)
 
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)
         total = masks @ self.sizes
         nonempty = masks.any(axis=1)
-        return np.where(nonempty, self._curve(np.where(nonempty, total, 1.0)), 0.0)
+        return np.where(nonempty, self.curve(np.where(nonempty, total, 1.0)), 0.0)
 
     def gains(self, S: Any) -> np.ndarray:
         S = as_index_set(S, self.n)
         if S.size == 0:
-            return self._curve(self.sizes)
+            return self.curve(self.sizes)
         total = float(self.sizes[S].sum())
-        out = self._curve(total + self.sizes) - self._curve(np.float64(total))
+        out = self.curve(total + self.sizes) - self.curve(np.float64(total))
         out[S] = 0.0
         return out
 
@@ -95,7 +96,7 @@ class AccuracyUtility(SetFunction):
         set (diminishing returns).
         """
         tol = 1e-12
-        singles = self._curve(self.sizes)
+        singles = self.curve(self.sizes)
         params = f"a={self.a:g}, b={self.b:g}, c={self.c:g}"
         u = int(np.argmin(singles))
         if singles[u] < -tol:
@@ -106,7 +107,7 @@ class AccuracyUtility(SetFunction):
         order = np.argsort(self.sizes, kind="stable")
         smallest_other = np.where(np.arange(self.n) == order[0], order[1], order[0])
         partner = self.sizes[smallest_other]
-        jump = self._curve(self.sizes + partner) - self._curve(partner)
+        jump = self.curve(self.sizes + partner) - self.curve(partner)
         bad = np.flatnonzero(singles < jump - tol)
         if bad.size:
             u = int(bad[0])

@@ -163,8 +163,7 @@ def column_values(utility: SetFunction, columns: Columns) -> np.ndarray:
     if type(utility) is AccuracyUtility:
         total = columns.dot(utility.sizes)
         nonempty = columns.sizes() > 0
-        curve = (1.0 - utility.a) - utility.b * np.power(np.where(nonempty, total, 1.0), utility.c)
-        return np.where(nonempty, curve, 0.0)
+        return np.where(nonempty, utility.curve(np.where(nonempty, total, 1.0)), 0.0)
     rows = max(1, MASK_CHUNK // max(1, utility.n))
     out = np.empty(len(columns))
     for lo in range(0, len(columns), rows):

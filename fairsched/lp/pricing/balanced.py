@@ -1,0 +1,218 @@
+"""A starting distribution for the accuracy utility whose sets all have nearly the same size.
+
+For ``f(S) = g(L(S))`` with ``g`` concave and ``L(S) = Σ_{u∈S} L_u`` (the accuracy utility
+of Li, Liu and Ji, "Federated Learning with Fair Worker Selection: A Multi-Round Submodular
+Maximization Approach"), every distribution with marginals ``x`` is worth
+``Σ_S p_S g(L(S)) <= g(L·x)`` by Jensen's inequality, with equality only when every set of
+its support has ``L(S) = L·x``.  The systematic sample of
+:func:`~fairsched.lp.pricing.initial.initial_pool`, laid out by size, keeps ``L(S)`` within
+``max L − min L`` of ``L·x``.  With heavy-tailed sizes and floors that pin the marginals
+(``Σ r = k``) that spread costs about 5e-5 of the value, and column generation's master,
+degenerate there, does not win it back: Pareto sizes, ``n = 1,000``, ``k = 100``, ``Σ r = k``
+ended "tailing-off" at a gap of 4.8e-5 after 36 s (``benchmarks/bench_balanced.py``).
+
+This module decomposes ``x`` exactly over the vertices of the polytope
+
+    ``P = {y ∈ [0, 1]^n : Σ y = k, L·y = L·x}``
+
+which holds ``x`` (Carathéodory's theorem, constructively).  ``P`` has two equality rows, so a
+vertex has at most two fractional coordinates ``a`` and ``b``, and then ``y_a + y_b = 1``
+because ``Σ y`` is an integer: the vertex is the mixture ``y_a·1_{A+a} + y_b·1_{A+b}`` of two
+``k``-sets, whose sizes differ from ``L·x`` by at most ``|L_a − L_b|``.  Each step
+
+1. finds a vertex ``v`` of the smallest face of ``P`` holding the current point ``y``: the
+   workers at 1 in ``y``, plus ``A``, ``k' − 1`` of the fractional ones (those of largest
+   ``y``, kept from the previous step where possible), swapped one at a time until the
+   remainder ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other
+   fractional workers' sizes, where consecutive sizes are close; then the pair ``L_b < R <=
+   L_a`` of consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``;
+2. moves to ``y' = (y − θv)/(1 − θ)`` with the largest ``θ <= 1`` keeping ``y'`` in
+   ``[0, 1]^n``: at least one more coordinate reaches 0 or 1, so there are at most ``n`` steps;
+3. gives the sets ``A + a`` and ``A + b`` the weights ``θ·v_a`` and ``θ·v_b`` of the mass left.
+
+This is a deterministic counterpart of the flight phase of the cube method for balanced
+sampling (Deville and Tillé, "Efficient balanced sampling: the cube method", 2004), whose
+random walk in the kernel of the balancing rows keeps the inclusion probabilities and ends at
+a point with as many fractional coordinates as rows: here both ends of each move are kept,
+as a mixture, instead of one drawn at random.
+
+What is left when the work cap, the deadline or a remainder no pair straddles stops the
+steps is sampled systematically
+(:func:`~fairsched.lp.pricing.initial.systematic_columns`), so the marginals are exactly ``x``
+(up to round-off) whenever the loop ends.  Each step is ``O(n)``; ``work`` caps steps times
+``n``, so the whole is ``O(work + n·k)`` time and ``O(n·k)`` memory, never ``O(n²)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fairsched.lp.pricing.initial import Priority, StartingPool, column_values, starting_point, systematic_columns
+from fairsched.solvers.colgen import merge_duplicates
+from fairsched.solvers.columns import Columns
+from fairsched.utilities.accuracy import AccuracyUtility
+
+#: a coordinate within this of 0 or 1 is taken to be there (round-off of the updates)
+SNAP = 1e-13
+#: steps times ``n`` at most: ``n = 10^4`` may take every step it needs, ``n = 10^5`` 2,000
+BALANCE_WORK = 200_000_000
+#: single swaps per step that bring the remainder ``R`` into the middle half of the sizes
+FIT_SWAPS = 64
+#: quantiles of the other fractional sizes between which the remainder ``R`` is left
+BAND = (0.25, 0.75)
+#: the mass left below which the rest is sampled systematically at once
+MASS_FLOOR = 1e-13
+
+
+def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: float | None = None,
+                     work: int = BALANCE_WORK) -> tuple[Columns, np.ndarray]:
+    """Distinct ``k``-sets and their probabilities, with marginals ``x`` and sizes near ``L·x``.
+
+    ``sizes`` (n,) positive, ``x`` (n,) in ``[0, 1]`` with ``Σ x = k`` (up to round-off).
+    Every set has exactly ``k`` members, the probabilities sum to 1 and
+    ``columns.marginals(probabilities) ≈ x``.  The sets of the decomposition (the module
+    docstring) have ``|L(S) − L·x| <= |L_a − L_b|`` for the pair of their step; the remainder's
+    systematic sample, if any, has the spread of :func:`initial_pool`'s.  ``deadline`` is a
+    ``time.perf_counter()`` value.
+    """
+    L = np.asarray(sizes, dtype=float)
+    y = np.clip(np.asarray(x, dtype=float), 0.0, 1.0).copy()
+    n = y.size
+    by_size = np.argsort(L, kind="stable")
+    chosen = np.zeros(n, dtype=bool)  # A of the step
+    rows: list[np.ndarray] = []
+    weights: list[float] = []
+    mass = 1.0
+    for _ in range(max(1, work // max(1, n))):
+        if mass < MASS_FLOOR or (deadline is not None and time.perf_counter() > deadline):
+            break
+        y[y < SNAP] = 0.0
+        y[y > 1.0 - SNAP] = 1.0
+        free = (y > 0.0) & (y < 1.0)
+        ones = y >= 1.0
+        if not free.any():
+            if int(ones.sum()) == k:
+                rows.append(np.flatnonzero(ones))
+                weights.append(mass)
+                mass = 0.0
+            break
+        vertex = _vertex(L, y, free, chosen, k - int(ones.sum()), by_size)
+        if vertex is None:
+            break
+        a, b, v_a = vertex
+        theta = _step_length(y, free, chosen, a, b, v_a)
+        base = np.flatnonzero(ones | chosen)
+        for member, share in ((a, v_a), (b, 1.0 - v_a)):
+            if share > 0.0:
+                rows.append(np.append(base, member))
+                weights.append(mass * theta * share)
+        if theta >= 1.0:
+            mass = 0.0
+            break
+        v = chosen.astype(float)
+        v[a], v[b] = v_a, 1.0 - v_a
+        y[free] = (y[free] - theta * v[free]) / (1.0 - theta)
+        np.clip(y, 0.0, 1.0, out=y)
+        mass *= 1.0 - theta
+    parts = [_distinct(rows, np.array(weights), k, n)]
+    if mass > 0.0 or not rows:
+        rest, shares = systematic_columns(y, k, order=by_size[::-1])
+        parts.append((rest, mass * shares if rows else shares))
+    columns = Columns.concatenate([c for c, _ in parts], n)
+    weights_all = np.concatenate([w for _, w in parts])
+    columns, weights_all, _ = merge_duplicates(columns, weights_all, weights_all)
+    return columns, weights_all / weights_all.sum()
+
+
+def _vertex(L: np.ndarray, y: np.ndarray, free: np.ndarray, chosen: np.ndarray, places: int,
+            by_size: np.ndarray) -> tuple[int, int, float] | None:
+    """Step 1 of the module docstring: sets ``chosen`` to ``A`` in place and returns
+    ``(a, b, v_a)``, or None when no pair of consecutive sizes straddles the remainder."""
+    index = np.flatnonzero(free)
+    if places < 1 or abs(float(y[index].sum()) - places) > 1e-6:
+        return None
+    chosen[:] = False
+    if places > 1:  # the fractional workers of largest y: θ, the mass a step takes, is then large
+        chosen[index[np.argpartition(-y[index], places - 2)[: places - 1]]] = True
+    total = float(L[index] @ y[index])
+
+    def others() -> tuple[np.ndarray, np.ndarray, float]:
+        """The other fractional workers by size, their sizes, and ``R``."""
+        outside = by_size[(free & ~chosen)[by_size]]
+        return outside, L[outside], total - float(L[chosen].sum())
+
+    outside, spread, remainder = others()
+    for _ in range(FIT_SWAPS):
+        if spread[int(BAND[0] * spread.size)] <= remainder <= spread[int(BAND[1] * spread.size)]:
+            break
+        members = np.flatnonzero(chosen)
+        if not members.size:
+            break
+        middle = spread[spread.size // 2]
+        # swapping i out and j in moves R by L_i − L_j: want L_j = L_i − (middle − R)
+        wanted = L[members] - (middle - remainder)
+        at = np.clip(np.searchsorted(spread, wanted), 1, spread.size - 1)
+        nearer = np.where(np.abs(spread[at] - wanted) <= np.abs(spread[at - 1] - wanted), at, at - 1)
+        miss = np.abs(spread[nearer] - wanted)
+        best = int(np.argmin(miss))
+        if miss[best] >= abs(middle - remainder):
+            break
+        chosen[members[best]] = False
+        chosen[outside[nearer[best]]] = True
+        outside, spread, remainder = others()
+    at = int(np.searchsorted(spread, remainder, side="left"))
+    if at == 0 or at == spread.size:
+        return None
+    a, b = int(outside[at]), int(outside[at - 1])
+    return a, b, (remainder - L[b]) / (L[a] - L[b])
+
+
+def _step_length(y: np.ndarray, free: np.ndarray, chosen: np.ndarray, a: int, b: int, v_a: float) -> float:
+    """Step 2: the largest ``θ <= 1`` with ``(y − θv)/(1 − θ)`` in ``[0, 1]`` on the free workers."""
+    at_one = free & chosen
+    at_zero = free & ~chosen
+    at_zero[[a, b]] = False
+    limits = [1.0, float(y[at_one].min(initial=1.0)), float((1.0 - y[at_zero]).min(initial=1.0))]
+    for u, share in ((a, v_a), (b, 1.0 - v_a)):
+        if share > 0.0:
+            limits.append(y[u] / share)
+        if share < 1.0:
+            limits.append((1.0 - y[u]) / (1.0 - share))
+    return max(0.0, min(limits))
+
+
+def _distinct(rows: list[np.ndarray], weights: np.ndarray, k: int, n: int) -> tuple[Columns, np.ndarray]:
+    """The decomposition's sets (each ``k`` members) merged where equal, weights summed."""
+    keep = weights > 0.0
+    if not keep.any():
+        return Columns.empty(n), np.zeros(0)
+    members = np.sort(np.array(rows, dtype=np.int32).reshape(-1, k)[keep], axis=1)
+    unique, inverse = np.unique(members, axis=0, return_inverse=True)
+    return Columns.from_rows(unique, n), np.bincount(inverse.reshape(-1), weights=weights[keep])
+
+
+def jensen_bound(utility: AccuracyUtility, x: np.ndarray) -> float:
+    """``g(L·x)``: with ``x`` of :func:`starting_point` (which maximises ``L·x`` over the
+    marginals the floors allow) an upper bound on ``U_opt``."""
+    return float(utility.curve(np.array(float(utility.sizes @ x))))
+
+
+def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: float | None = None,
+                  gap: float = 0.0,
+                  caps: np.ndarray | None = None, deadline: float | None = None,
+                  priority: Priority | None = None) -> StartingPool | None:
+    """The balanced decomposition of :func:`starting_point`'s marginals as a starting pool, or
+    None when a distribution worth ``beat`` (if given) is already within a tenth of ``gap``
+    (relative) of Jensen's bound, so that nothing is left to win.
+
+    The sets meet ``r`` (and ``caps``) exactly as the systematic sample does: both have the
+    marginals ``x`` of :func:`starting_point`.
+    """
+    _, x, _ = starting_point(utility, k, r, caps, priority)
+    bound = jensen_bound(utility, x)
+    if beat is not None and bound - beat <= 0.1 * gap * abs(beat):
+        return None
+    columns, probabilities = balanced_columns(utility.sizes, x, k, deadline=deadline)
+    return StartingPool(columns, column_values(utility, columns), probabilities)
