@@ -76,7 +76,7 @@ def fits(problem: Problem) -> bool:
 def run(problem: Problem, balanced: bool, time_limit: float | None) -> str:
     original = solve.balanced_pool
     if not balanced:
-        solve.balanced_pool = lambda *args, **kwargs: None
+        solve.balanced_pool = lambda *args, **kwargs: (None, None)
     try:
         start = time.perf_counter()
         result = solve.optimum(problem, time_limit=time_limit)

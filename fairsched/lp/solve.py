@@ -32,7 +32,7 @@ from fairsched.errors import (
 from fairsched.lp.availability import availability_optimum
 from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
-from fairsched.lp.pricing.balanced import balanced_pool
+from fairsched.lp.pricing.balanced import balanced_pool, level_duals
 from fairsched.lp.pricing.initial import priority_order
 from fairsched.lp.pricing.schedule_search import better_start, schedule_search
 from fairsched.lp.result import Optimum
@@ -305,6 +305,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     if heuristic is not None and problem.caps is None and relaxation is not None:
         groups = floor_groups(r, relaxation)
     known: list[tuple[np.ndarray, float]] = []
+    class_prices = None
     grouped_iterations = 0
     if groups is not None:
         # most workers are fillers the relaxation prices alike: a master with one row per
@@ -326,10 +327,14 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # f = g(L(S)): sets of alike size reach Jensen's bound where the sample's spread of
         # sizes costs more than the gap, and the degenerate master does not win it back
         # (balanced's docstring)
-        balanced = balanced_pool(problem.utility, problem.k, r, beat=pool.value(), gap=gap,
-                                 caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
+        balanced, classes = balanced_pool(problem.utility, problem.k, r, beat=pool.value(), gap=gap,
+                                          caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
         pool = better_start(pool, balanced)
+        if classes is not None:  # some workers do not fit: Jensen's bound is out of reach
+            class_prices = level_duals(oracle, r, classes)
     guesses = [relaxation] if relaxation is not None and not known else []
+    if class_prices is not None:
+        guesses.append(class_prices)
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses, known_bounds=known,

@@ -20,7 +20,12 @@
    ``w_u − w_(k+1) >= B(η) − best`` is in every better set, an outsider with
    ``w_(k) − w_u >= B(η) − best`` in none.  Fixing repeats on the reduced problem.
 3. **Exact search on the free items**: depth-first branch and bound whose nodes are bounded
-   and fixed as above and branched on the item nearest the top-``k`` threshold.  A node
+   and fixed as above and branched on the item nearest the top-``k`` threshold, or first on
+   an outlier (a free item :data:`OUTLIER` times the top set's mean size): the bound's size
+   range ``[s_lo, s_hi]`` spans its presence and stays loose until it is decided, while at
+   prices under which thousands of items tie at the threshold (``fairsched.lp.pricing.
+   balanced.level_duals``, ``n = 10,000``) branching there ran out of budget, and on the
+   outlier first it closes in 9 nodes.  A node
    with at most :data:`ENUMERATE_LIMIT` completions is enumerated; with
    integer sizes a node whose free items are few enough is solved outright by a dynamic
    programme over (swaps in − swaps out, size change in units of ``gcd(L)``) keeping the
@@ -74,6 +79,8 @@ TIME_BUDGET = 2.0
 #: members × outsiders first evaluated exactly when looking for the best swaps, and the most
 SWAP_BLOCK = 64
 SWAP_BLOCK_MAX = 2048
+#: a free item this many times the top-k set's mean size is branched on first
+OUTLIER = 10.0
 _GRID = 15  # slopes evaluated per bracketing round
 _ROUNDS = 12  # 16^12: the bracket reaches double precision in log η
 _TRAIL = 8  # best (η, B(η), T_η) kept for candidates and fixing
@@ -128,15 +135,11 @@ class AccuracyPricing(PricingOracle):
             return hi
         return float(min(hi, max(lo, (eta / (-self.b * self.c)) ** (1.0 / (self.c - 1.0)))))
 
-    def relaxation_duals(self, r: np.ndarray) -> np.ndarray:
-        """λ solving the dual of the continuous relaxation ``max g(L·x), x >= r, Σx = k, x <= 1``.
-
-        Its optimum ``x*`` fills ``r`` with the spare mass ``k − Σr`` by decreasing size; with
-        ``η = g'(L·x*)`` and ``τ = η·L_f`` (``f`` the last worker to receive spare mass, or the
-        largest unsaturated worker), ``λ_u = max(0, τ − η·L_u)`` on workers held at their floor
-        makes ``x*`` a maximiser of ``g(L·x) + λ·x`` over the ``k``-set polytope, so the
-        Lagrangian bound at λ equals Jensen's bound ``g(L·x*) >= U_opt``.
-        """
+    def relaxation(self, r: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """The continuous relaxation ``max g(L·x), x >= r, Σx = k, x <= 1``: its optimum
+        ``x*`` (``r`` plus the spare mass ``k − Σr`` by decreasing size), the threshold size
+        ``τ`` (of ``f``, the last worker to receive spare mass, or the largest unsaturated
+        worker) and which workers ``x*`` holds at their floor."""
         r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
         x = r.copy()
         spare = self.k - float(x.sum())
@@ -149,13 +152,22 @@ class AccuracyPricing(PricingOracle):
                 x[u] += add
                 spare -= add
                 last = int(u)
-        eta = float(self.dg(self.sizes @ x))
         open_ = x < 1.0 - 1e-12
         if last >= 0 and open_[last]:
-            threshold = self.sizes[last]
+            threshold = float(self.sizes[last])
         else:
-            threshold = self.sizes[open_].max(initial=0.0)
-        at_floor = x <= r + 1e-12
+            threshold = float(self.sizes[open_].max(initial=0.0))
+        return x, threshold, x <= r + 1e-12
+
+    def relaxation_duals(self, r: np.ndarray) -> np.ndarray:
+        """λ solving the dual of the continuous relaxation (:meth:`relaxation`).
+
+        With ``η = g'(L·x*)``, ``λ_u = max(0, η·(τ − L_u))`` on workers held at their floor
+        makes ``x*`` a maximiser of ``g(L·x) + λ·x`` over the ``k``-set polytope, so the
+        Lagrangian bound at λ equals Jensen's bound ``g(L·x*) >= U_opt``.
+        """
+        x, threshold, at_floor = self.relaxation(r)
+        eta = float(self.dg(self.sizes @ x))
         return np.where(at_floor, np.maximum(0.0, eta * (threshold - self.sizes)), 0.0)
 
     # -- pricing ---------------------------------------------------------------------------
@@ -445,6 +457,13 @@ class AccuracyPricing(PricingOracle):
         in_top[top] = True
         tau = 0.5 * (float(w[top].min()) + float(w[~in_top].max()))
         item = int(np.argmin(np.abs(w - tau)))
+        sizes = self.sizes[sub.items]
+        largest = int(np.argmax(sizes))
+        if sizes[largest] > OUTLIER * float(sizes[top].mean()):
+            # φ's size range spans an outlier's presence, so the bound is loose until it is
+            # decided; the items at the threshold may tie by the thousand (branching there
+            # never ends)
+            item = largest
         return sub, fixed_in, bound, item, bool(in_top[item])
 
     def _dp(self, sub: _Sub, lam: np.ndarray, eta: float, bound: float, top: np.ndarray,

@@ -7,9 +7,10 @@ Maximization Approach"), every distribution with marginals ``x`` is worth
 its support has ``L(S) = L·x``.  The systematic sample of
 :func:`~fairsched.lp.pricing.initial.initial_pool`, laid out by size, keeps ``L(S)`` within
 ``max L − min L`` of ``L·x``.  With heavy-tailed sizes and floors that pin the marginals
-(``Σ r = k``) that spread costs about 5e-5 of the value, and column generation's master,
-degenerate there, does not win it back: Pareto sizes, ``n = 1,000``, ``k = 100``, ``Σ r = k``
-ended "tailing-off" at a gap of 4.8e-5 after 36 s (``benchmarks/bench_balanced.py``).
+(``Σ r = k``) that spread costs 5e-5 to 1.5e-4 of the value, and column generation's
+master, degenerate there, does not win it back: Pareto sizes, ``n = 1,000``, ``k = 100``,
+``Σ r = k`` ended "tailing-off" at gaps of 4.8e-5 to 1.5e-3 after 10-70 s
+(``benchmarks/bench_balanced.py``).
 
 This module decomposes ``x`` exactly over the vertices of the polytope
 
@@ -21,11 +22,16 @@ because ``Σ y`` is an integer: the vertex is the mixture ``y_a·1_{A+a} + y_b·
 ``k``-sets, whose sizes differ from ``L·x`` by at most ``|L_a − L_b|``.  Each step
 
 1. finds a vertex ``v`` of the smallest face of ``P`` holding the current point ``y``: the
-   workers at 1 in ``y``, plus ``A``, ``k' − 1`` of the fractional ones (those of largest
-   ``y``, kept from the previous step where possible), swapped one at a time until the
-   remainder ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other
-   fractional workers' sizes, where consecutive sizes are close; then the pair ``L_b < R <=
-   L_a`` of consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``;
+   workers at 1 in ``y``, plus ``A``, the ``k' − 1`` fractional ones of largest ``y`` (so
+   that the step below is long and takes much of the mass left; with the fractional ones
+   of largest ``y``, the steps use up the mass at 1e-12 of Jensen's bound where keeping the
+   last step's ``A`` stopped at 3e-8), swapped one at a time until the remainder
+   ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other fractional
+   workers' sizes, where consecutive sizes are close; then the pair ``L_b < R <= L_a`` of
+   consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``.  *Large* workers, no
+   two of whom fit in one set of size ``L·x``, enter ``A`` one at a time (the fractional one
+   of largest ``y``) and are never swapped or paired: while their ``x`` sums to at most 1 no
+   set then holds two of them;
 2. moves to ``y' = (y − θv)/(1 − θ)`` with the largest ``θ <= 1`` keeping ``y'`` in
    ``[0, 1]^n``: at least one more coordinate reaches 0 or 1, so there are at most ``n`` steps;
 3. gives the sets ``A + a`` and ``A + b`` the weights ``θ·v_a`` and ``θ·v_b`` of the mass left.
@@ -35,6 +41,16 @@ sampling (Deville and Tillé, "Efficient balanced sampling: the cube method", 20
 random walk in the kernel of the balancing rows keeps the inclusion probabilities and ends at
 a point with as many fractional coordinates as rows: here both ends of each move are kept,
 as a mixture, instead of one drawn at random.
+
+**Classes.** A worker ``u`` with ``x_u > 0`` that does not fit (``L_u`` plus the ``k − 1``
+smallest sizes exceeds the level of the sets without it) keeps every set holding it above
+``L·x``, so Jensen's bound is out of reach.  :func:`level_classes` then gives each such
+*giant* a class of weight ``x_u``: the giant at 1, filled from the smallest workers; the
+other sets share the rest of the marginals at a lower level, and each class is decomposed
+as above.  :func:`level_duals` gives the matching prices: the relaxation's at the slope of
+``g`` at that level, and for each giant the price at which its best set ties with a set at
+the level.  Conditioning Jensen's inequality on the giant's presence shows why the level
+drops: ``Σ_S p_S g(L(S)) <= x_g·g(E[L | g ∈ S]) + (1 − x_g)·g(E[L | g ∉ S])``.
 
 What is left when the work cap, the deadline or a remainder no pair straddles stops the
 steps is sampled systematically
@@ -46,9 +62,11 @@ steps is sampled systematically
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.initial import Priority, StartingPool, column_values, starting_point, systematic_columns
 from fairsched.solvers.colgen import merge_duplicates
 from fairsched.solvers.columns import Columns
@@ -62,6 +80,10 @@ BALANCE_WORK = 200_000_000
 FIT_SWAPS = 64
 #: quantiles of the other fractional sizes between which the remainder ``R`` is left
 BAND = (0.25, 0.75)
+#: rounds of the fixed point that finds the workers too large for the common level
+GIANT_ROUNDS = 20
+#: more workers than this too large for the level: no classes (each costs a decomposition)
+MAX_GIANTS = 64
 #: the mass left below which the rest is sampled systematically at once
 MASS_FLOOR = 1e-13
 
@@ -82,6 +104,7 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
     n = y.size
     by_size = np.argsort(L, kind="stable")
     chosen = np.zeros(n, dtype=bool)  # A of the step
+    large = _large(L, y, k)
     rows: list[np.ndarray] = []
     weights: list[float] = []
     mass = 1.0
@@ -98,7 +121,7 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
                 weights.append(mass)
                 mass = 0.0
             break
-        vertex = _vertex(L, y, free, chosen, k - int(ones.sum()), by_size)
+        vertex = _vertex(L, y, free, chosen, k - int(ones.sum()), by_size, large)
         if vertex is None:
             break
         a, b, v_a = vertex
@@ -126,28 +149,51 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
     return columns, weights_all / weights_all.sum()
 
 
+def _large(L: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
+    """Workers no two of whom fit in one set of size ``L·x`` (``L_u > (L·x − s)/2``, ``s`` the
+    ``k − 2`` smallest sizes with ``x > 0``), when their ``x`` sum to at most 1 so that no set
+    needs two of them; else none."""
+    live = np.sort(L[x > 0])
+    large = (x > 0) & (L > 0.5 * (float(L @ x) - float(live[: max(0, k - 2)].sum())))
+    if k < 2 or float(x[large].sum()) > 1.0:
+        large[:] = False
+    return large
+
+
 def _vertex(L: np.ndarray, y: np.ndarray, free: np.ndarray, chosen: np.ndarray, places: int,
-            by_size: np.ndarray) -> tuple[int, int, float] | None:
+            by_size: np.ndarray, large: np.ndarray) -> tuple[int, int, float] | None:
     """Step 1 of the module docstring: sets ``chosen`` to ``A`` in place and returns
-    ``(a, b, v_a)``, or None when no pair of consecutive sizes straddles the remainder."""
+    ``(a, b, v_a)``, or None when no pair of consecutive sizes straddles the remainder.
+
+    ``A`` holds the fractional ``large`` worker (:func:`_large`) of largest ``y``, if any, and
+    no other: the large ones' mass then stays at most 1 and no set holds two of them.  Only
+    the others are swapped or paired."""
     index = np.flatnonzero(free)
     if places < 1 or abs(float(y[index].sum()) - places) > 1e-6:
         return None
     chosen[:] = False
-    if places > 1:  # the fractional workers of largest y: θ, the mass a step takes, is then large
+    big = index[large[index]]
+    small = index[~large[index]]
+    if places > 1 and big.size and small.size >= places:
+        chosen[big[np.argmax(y[big])]] = True
+        if places > 2:
+            chosen[small[np.argpartition(-y[small], places - 3)[: places - 2]]] = True
+    elif places > 1:  # the fractional workers of largest y: θ, the mass a step takes, is then large
         chosen[index[np.argpartition(-y[index], places - 2)[: places - 1]]] = True
     total = float(L[index] @ y[index])
+    movable = free & ~large if big.size and chosen[big].any() else free
 
     def others() -> tuple[np.ndarray, np.ndarray, float]:
-        """The other fractional workers by size, their sizes, and ``R``."""
-        outside = by_size[(free & ~chosen)[by_size]]
+        """The other fractional workers that may move, by size, their sizes, and ``R``
+        (``total`` less the members' sizes)."""
+        outside = by_size[(movable & ~chosen)[by_size]]
         return outside, L[outside], total - float(L[chosen].sum())
 
     outside, spread, remainder = others()
     for _ in range(FIT_SWAPS):
         if spread[int(BAND[0] * spread.size)] <= remainder <= spread[int(BAND[1] * spread.size)]:
             break
-        members = np.flatnonzero(chosen)
+        members = np.flatnonzero(chosen & movable)
         if not members.size:
             break
         middle = spread[spread.size // 2]
@@ -161,6 +207,20 @@ def _vertex(L: np.ndarray, y: np.ndarray, free: np.ndarray, chosen: np.ndarray, 
             break
         chosen[members[best]] = False
         chosen[outside[nearer[best]]] = True
+        outside, spread, remainder = others()
+    for _ in range(places):
+        # no pair straddles R: trade the member and outsider that move R most towards the
+        # other sizes (an uneven step, but the decomposition goes on instead of stopping)
+        members = np.flatnonzero(chosen & movable)
+        if not members.size or spread[0] <= remainder <= spread[-1]:
+            break
+        if remainder < spread[0]:
+            out, inside = members[np.argmax(L[members])], outside[0]
+        else:
+            out, inside = members[np.argmin(L[members])], outside[-1]
+        if (L[out] - L[inside]) * (spread[0] - remainder) <= 0:
+            break
+        chosen[out], chosen[inside] = False, True
         outside, spread, remainder = others()
     at = int(np.searchsorted(spread, remainder, side="left"))
     if at == 0 or at == spread.size:
@@ -199,20 +259,122 @@ def jensen_bound(utility: AccuracyUtility, x: np.ndarray) -> float:
     return float(utility.curve(np.array(float(utility.sizes @ x))))
 
 
-def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: float | None = None,
-                  gap: float = 0.0,
-                  caps: np.ndarray | None = None, deadline: float | None = None,
-                  priority: Priority | None = None) -> StartingPool | None:
-    """The balanced decomposition of :func:`starting_point`'s marginals as a starting pool, or
-    None when a distribution worth ``beat`` (if given) is already within a tenth of ``gap``
-    (relative) of Jensen's bound, so that nothing is left to win.
+@dataclass(frozen=True)
+class Classes:
+    """Marginals split by the workers too large for the common level (module docstring, *Classes*).
 
-    The sets meet ``r`` (and ``caps``) exactly as the systematic sample does: both have the
-    marginals ``x`` of :func:`starting_point`.
+    ``giants[i]`` is in every set of class ``i``, whose marginals are ``fills[i]`` (the giant
+    at 1, the smallest workers filling the other ``k − 1`` places) and whose weight is its
+    ``x``; the sets without a giant have marginals ``rest``, weight ``1 − Σ x_giants`` and
+    mean size ``level``.  ``Σ_i x_{g_i}·fills[i] + (1 − Σ x_giants)·rest = x``.
+    """
+
+    giants: np.ndarray
+    fills: np.ndarray
+    rest: np.ndarray
+    level: float
+
+
+def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
+    """The classes of a worker ``u`` with ``x_u > 0`` that does not fit: ``L_u`` plus the
+    ``k − 1`` smallest sizes of the sets without a giant exceeds their level ``L·rest``.
+
+    Found by a fixed point (a giant lowers the level, which can make others giants), at most
+    :data:`GIANT_ROUNDS` rounds.  Each giant's class takes the smallest workers first, up to
+    ``min(x_u, x_giant)`` of each: the sets holding a giant are already above the level, where
+    ``g'`` is smaller, so filling them with the least size loses least (the derivative of
+    ``x_g·g(L_g + s) + (1 − x_g)·g(level(s))`` in the fill ``s`` is ``x_g·(g'(L_g + s) −
+    g'(level)) < 0``).  None when every worker fits, when the giants' ``x`` sum to 1 or more
+    (some sets would hold two), when there are more than :data:`MAX_GIANTS` of them, or when
+    the rest's marginals would exceed 1.
+    """
+    L = np.asarray(sizes, dtype=float)
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    by_size = np.flatnonzero(x > 0)
+    by_size = by_size[np.argsort(L[by_size], kind="stable")]
+    giants = np.zeros(0, dtype=np.int64)
+    for _ in range(GIANT_ROUNDS):
+        share = float(x[giants].sum())
+        if share >= 1.0 - 1e-9 or giants.size > MAX_GIANTS:
+            return None
+        left = x.copy()
+        left[giants] = 0.0
+        fills = np.zeros((giants.size, n))
+        for row, giant in enumerate(giants):
+            room = np.minimum(left[by_size], x[giant])
+            need = (k - 1) * x[giant]
+            take = np.clip(need - np.concatenate([[0.0], np.cumsum(room)[:-1]]), 0.0, room)
+            if take.sum() < need * (1 - 1e-12):
+                return None
+            fills[row, by_size] = take / x[giant]
+            fills[row, giant] = 1.0
+            left[by_size] -= take
+        rest = np.clip(left / (1.0 - share), 0.0, None)
+        if (rest > 1.0 + 1e-9).any():
+            return None
+        level = float(L @ rest)
+        smallest = float(np.sort(L[rest > 1e-12])[: k - 1].sum())
+        outgrown = np.flatnonzero((x > 0) & (L + smallest > level))
+        grown = np.union1d(giants, outgrown)
+        if grown.size == giants.size:
+            break
+        giants = grown
+    if not giants.size:
+        return None
+    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level)
+
+
+def level_duals(pricing: AccuracyPricing, r: np.ndarray, classes: Classes) -> np.ndarray:
+    """Prices for the bound where Jensen's is out of reach: the relaxation's duals
+    (:meth:`AccuracyPricing.relaxation`) at the slope ``η = g'(level)`` of the sets without a
+    giant, and for each giant at its floor the
+    price that makes its best set, the giant with the ``k − 1`` smallest others, as good as
+    a set at the level: ``λ_g = h_0 − [g(L_g + s_1) − η·s_1 + (k − 1)·η·τ]`` with
+    ``h_0 = g(level) − η·level + k·η·τ``.  Any ``λ >= 0`` gives a valid bound once priced;
+    these make it close to what the classes attain (``benchmarks/bench_balanced.py``).
+    """
+    _, tau, at_floor = pricing.relaxation(r)
+    eta = float(pricing.dg(classes.level))
+    # a worker without a floor adds nothing to λ·r: a price on it could only raise the bound
+    lam = np.where(at_floor & (r > 0), np.maximum(0.0, eta * (tau - pricing.sizes)), 0.0)
+    k, L = pricing.k, pricing.sizes
+    priced = lam > 0  # the best set with a giant fills it from these (the others add no price)
+    priced[classes.giants] = False
+    smallest = float(np.sort(L[priced])[: k - 1].sum())
+    at_level = float(pricing.g(classes.level)) - eta * classes.level + k * eta * tau
+    for giant in classes.giants:
+        if not at_floor[giant] or r[giant] <= 0:
+            continue
+        best_with = float(pricing.g(L[giant] + smallest)) - eta * smallest + (k - 1) * eta * tau
+        lam[giant] = max(0.0, at_level - best_with)
+    return lam
+
+
+def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: float | None = None,
+                  gap: float = 0.0, caps: np.ndarray | None = None, deadline: float | None = None,
+                  priority: Priority | None = None) -> tuple[StartingPool | None, Classes | None]:
+    """The balanced decomposition of :func:`starting_point`'s marginals ``x`` as a starting
+    pool, class by class where some workers do not fit (:func:`level_classes`), and those
+    classes; ``(None, None)`` when a distribution worth ``beat`` (if given) is already within
+    a tenth of ``gap`` (relative) of Jensen's bound, so that nothing is left to win.
+
+    The pool's marginals are ``x``, so it meets ``r`` (and ``caps``) as the systematic sample
+    does.
     """
     _, x, _ = starting_point(utility, k, r, caps, priority)
     bound = jensen_bound(utility, x)
     if beat is not None and bound - beat <= 0.1 * gap * abs(beat):
-        return None
-    columns, probabilities = balanced_columns(utility.sizes, x, k, deadline=deadline)
-    return StartingPool(columns, column_values(utility, columns), probabilities)
+        return None, None
+    classes = level_classes(utility.sizes, x, k)
+    if classes is None:
+        parts = [(x, 1.0)]
+    else:
+        parts = [(fill, float(x[g])) for g, fill in zip(classes.giants, classes.fills)]
+        parts.append((classes.rest, 1.0 - float(x[classes.giants].sum())))
+    decomposed = [balanced_columns(utility.sizes, marginals, k, deadline=deadline) for marginals, _ in parts]
+    columns = Columns.concatenate([c for c, _ in decomposed], utility.n)
+    weights = np.concatenate([w * share for (_, w), (_, share) in zip(decomposed, parts)])
+    columns, weights, _ = merge_duplicates(columns, weights, weights)
+    pool = StartingPool(columns, column_values(utility, columns), weights / weights.sum())
+    return pool, classes
