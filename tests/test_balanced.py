@@ -145,7 +145,8 @@ def test_nothing_to_win_returns_none():
     _, x, _ = starting_point(utility, 30, r)
     bound = jensen_bound(utility, x)
     assert balanced_pool(utility, 30, r, beat=bound, gap=1e-6) == (None, None)
-    assert balanced_pool(utility, 30, r, beat=bound * (1 - 1e-6), gap=1e-6)[0] is not None
+    assert balanced_pool(utility, 30, r, beat=bound * (1 - 0.9e-6), gap=1e-6) == (None, None)
+    assert balanced_pool(utility, 30, r, beat=bound * (1 - 2e-6), gap=1e-6)[0] is not None
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -68,7 +68,7 @@ import numpy as np
 
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.initial import Priority, StartingPool, column_values, starting_point, systematic_columns
-from fairsched.solvers.colgen import merge_duplicates
+from fairsched.solvers.colgen import merge_duplicates, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.accuracy import AccuracyUtility
 
@@ -357,14 +357,17 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     """The balanced decomposition of :func:`starting_point`'s marginals ``x`` as a starting
     pool, class by class where some workers do not fit (:func:`level_classes`), and those
     classes; ``(None, None)`` when a distribution worth ``beat`` (if given) is already within
-    a tenth of ``gap`` (relative) of Jensen's bound, so that nothing is left to win.
+    ``gap`` (relative) of Jensen's bound: column generation prices the relaxation's duals
+    first, whose bound is Jensen's, so that distribution is certified as it is.  (At a tenth
+    of ``gap`` the decomposition ran on lognormal sizes at ``n = 10,000`` whose sample was
+    already certified at 7.9e-7, and took 4.9 s against 0.6 s.)
 
     The pool's marginals are ``x``, so it meets ``r`` (and ``caps``) as the systematic sample
     does.
     """
     _, x, _ = starting_point(utility, k, r, caps, priority)
     bound = jensen_bound(utility, x)
-    if beat is not None and bound - beat <= 0.1 * gap * abs(beat):
+    if beat is not None and relative_gap(beat, bound) <= gap:
         return None, None
     classes = level_classes(utility.sizes, x, k)
     if classes is None:
