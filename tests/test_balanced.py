@@ -249,3 +249,30 @@ def test_class_prices_bound_the_optimum_on_small_cases(seed):
     assert priced.upper_bound == pytest.approx(brute, rel=1e-12, abs=1e-12)
     exact = optimum(Problem(utility, k, r), method="enumeration")
     assert brute - prices @ r >= exact.value - 1e-12
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_classes_and_their_pool_keep_the_marginals_on_random_giants(seed):
+    """Random sizes with a few outsized workers and random floors (pinned or not): whenever
+    classes are formed they mix back to ``x`` exactly, and the pool built from them has
+    ``k``-sets whose marginals are ``x`` and which meet the floors."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 60))
+    k = int(rng.integers(2, n // 2 + 1))
+    sizes = rng.uniform(1, 50, n)
+    outsized = rng.choice(n, int(rng.integers(1, 4)), replace=False)
+    sizes[outsized] *= rng.uniform(20, 200, outsized.size)
+    r = rng.dirichlet(np.ones(n)) * k * rng.choice([0.7, 1.0])
+    r = np.minimum(r, 0.9)
+    utility = AccuracyUtility(sizes)
+    _, x, _ = starting_point(utility, k, r)
+    classes = level_classes(sizes, x, k)
+    if classes is not None:
+        share = x[classes.giants]
+        np.testing.assert_allclose(share @ classes.fills + (1 - share.sum()) * classes.rest, x, atol=1e-12)
+        assert classes.fills.max() <= 1 and classes.rest.max() <= 1 and classes.rest.min() >= 0
+    pool, found = balanced_pool(utility, k, r)
+    assert (found is None) == (classes is None)
+    assert (pool.columns.sizes() == k).all()
+    np.testing.assert_allclose(pool.columns.marginals(pool.probabilities), x, atol=1e-11)
+    assert (pool.columns.marginals(pool.probabilities) >= r - 1e-11).all()

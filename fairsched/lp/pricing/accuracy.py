@@ -23,9 +23,9 @@
    and fixed as above and branched on the item nearest the top-``k`` threshold, or first on
    an outlier (a free item :data:`OUTLIER` times the top set's mean size): the bound's size
    range ``[s_lo, s_hi]`` spans its presence and stays loose until it is decided, while at
-   prices under which thousands of items tie at the threshold (``fairsched.lp.pricing.
-   balanced.level_duals``, ``n = 10,000``) branching there ran out of budget, and on the
-   outlier first it closes in 9 nodes.  A node
+   prices under which thousands of items tie at the threshold
+   (:func:`~fairsched.lp.pricing.balanced.level_duals`, ``n = 10,000``) branching there ran
+   out of budget, and on the outlier first it closes in 9 nodes.  A node
    with at most :data:`ENUMERATE_LIMIT` completions is enumerated; with
    integer sizes a node whose free items are few enough is solved outright by a dynamic
    programme over (swaps in − swaps out, size change in units of ``gcd(L)``) keeping the

@@ -95,8 +95,10 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
     ``sizes`` (n,) positive, ``x`` (n,) in ``[0, 1]`` with ``Σ x = k`` (up to round-off).
     Every set has exactly ``k`` members, the probabilities sum to 1 and
     ``columns.marginals(probabilities) ≈ x``.  The sets of the decomposition (the module
-    docstring) have ``|L(S) − L·x| <= |L_a − L_b|`` for the pair of their step; the remainder's
-    systematic sample, if any, has the spread of :func:`initial_pool`'s.  ``deadline`` is a
+    docstring) have ``|L(S) − L·x| <= |L_a − L_b|`` for the pair of their step, except where no
+    pair straddled the remainder and a member was traded for an outsider first (an uneven
+    step); the remainder's systematic sample, if any, has the spread of
+    :func:`~fairsched.lp.pricing.initial.initial_pool`'s.  ``deadline`` is a
     ``time.perf_counter()`` value.
     """
     L = np.asarray(sizes, dtype=float)
@@ -285,8 +287,8 @@ def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
     ``g'`` is smaller, so filling them with the least size loses least (the derivative of
     ``x_g·g(L_g + s) + (1 − x_g)·g(level(s))`` in the fill ``s`` is ``x_g·(g'(L_g + s) −
     g'(level)) < 0``).  None when every worker fits, when the giants' ``x`` sum to 1 or more
-    (some sets would hold two), when there are more than :data:`MAX_GIANTS` of them, or when
-    the rest's marginals would exceed 1.
+    (some sets would hold two), when there are more than :data:`MAX_GIANTS` of them, when
+    the rest's marginals would exceed 1, or when the rounds end before the fixed point.
     """
     L = np.asarray(sizes, dtype=float)
     x = np.asarray(x, dtype=float)
@@ -320,6 +322,8 @@ def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
         if grown.size == giants.size:
             break
         giants = grown
+    else:
+        return None  # no fixed point within the rounds
     if not giants.size:
         return None
     return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level)
