@@ -7,6 +7,7 @@ with its default settings)::
     python benchmarks/bench_balanced.py                      # n = 1,000, k = 100, seeds 0-2
     python benchmarks/bench_balanced.py --workers 10000 --seeds 0
     python benchmarks/bench_balanced.py --no-baseline        # only the new start
+    python benchmarks/bench_balanced.py --k 50 --write DIR    # write the instances as files
 
 Instances (drawn here, not by the project's generators; nothing was tuned on them): the
 accuracy utility ``f(S) = 0.95 − 0.5·L(S)^−0.2`` of Li, Liu and Ji, "Federated Learning with
@@ -28,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
+from fairsched.instances import problem_to_table, save_instance
 from fairsched.lp import solve
 from fairsched.lp.pricing.initial import starting_point
 from fairsched.problem import Problem
@@ -94,10 +97,19 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--time-limit", type=float, default=None)
     parser.add_argument("--no-baseline", action="store_true", help="skip the run without the balanced start")
+    parser.add_argument("--write", metavar="DIR", help="write each instance to DIR (for `fairsched run`) "
+                        "instead of solving it")
     args = parser.parse_args()
     for case in args.cases:
         for seed in args.seeds:
             problem = instance(case, args.workers, args.k, seed)
+            if args.write:
+                path = Path(args.write) / f"{case}-n{args.workers}-k{args.k}-s{seed}.toml"
+                table = problem_to_table(problem)
+                table.update(name=path.stem, rounds=20_000)
+                save_instance(table, path)
+                print(path)
+                continue
             line = f"{case} n={args.workers} k={args.k} seed={seed} fits={fits(problem)}: "
             line += "balanced " + run(problem, True, args.time_limit)
             if not args.no_baseline:
