@@ -124,7 +124,7 @@ class AccuracyPricing(PricingOracle):
 
     # -- the curve -------------------------------------------------------------------------
     def g(self, s: np.ndarray | float) -> np.ndarray | float:
-        return (1.0 - self.a) - self.b * np.power(s, self.c)
+        return self.utility.curve(s)
 
     def dg(self, s: np.ndarray | float) -> np.ndarray | float:
         return -self.b * self.c * np.power(s, self.c - 1.0)

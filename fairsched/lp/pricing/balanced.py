@@ -141,13 +141,17 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
         y[free] = (y[free] - theta * v[free]) / (1.0 - theta)
         np.clip(y, 0.0, 1.0, out=y)
         mass *= 1.0 - theta
-    parts = [_distinct(rows, np.array(weights), k, n)]
+    weights_all = np.array(weights)
+    keep = weights_all > 0.0
+    parts = [Columns.from_rows(np.array(rows, dtype=np.int64).reshape(-1, k)[keep], n) if keep.any()
+             else Columns.empty(n)]
+    weights_all = weights_all[keep]
     if mass > 0.0 or not rows:
         rest, shares = systematic_columns(y, k, order=by_size[::-1])
-        parts.append((rest, mass * shares if rows else shares))
-    columns = Columns.concatenate([c for c, _ in parts], n)
-    weights_all = np.concatenate([w for _, w in parts])
-    columns, weights_all, _ = merge_duplicates(columns, weights_all, weights_all)
+        parts.append(rest)
+        weights_all = np.concatenate([weights_all, mass * shares if rows else shares])
+    # equal sets, within the steps or between them and the remainder, merged once
+    columns, weights_all, _ = merge_duplicates(Columns.concatenate(parts, n), weights_all, weights_all)
     return columns, weights_all / weights_all.sum()
 
 
@@ -243,16 +247,6 @@ def _step_length(y: np.ndarray, free: np.ndarray, chosen: np.ndarray, a: int, b:
         if share < 1.0:
             limits.append((1.0 - y[u]) / (1.0 - share))
     return max(0.0, min(limits))
-
-
-def _distinct(rows: list[np.ndarray], weights: np.ndarray, k: int, n: int) -> tuple[Columns, np.ndarray]:
-    """The decomposition's sets (each ``k`` members) merged where equal, weights summed."""
-    keep = weights > 0.0
-    if not keep.any():
-        return Columns.empty(n), np.zeros(0)
-    members = np.sort(np.array(rows, dtype=np.int32).reshape(-1, k)[keep], axis=1)
-    unique, inverse = np.unique(members, axis=0, return_inverse=True)
-    return Columns.from_rows(unique, n), np.bincount(inverse.reshape(-1), weights=weights[keep])
 
 
 def jensen_bound(utility: AccuracyUtility, x: np.ndarray) -> float:
@@ -380,8 +374,8 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
         parts = [(fill, float(x[g])) for g, fill in zip(classes.giants, classes.fills)]
         parts.append((classes.rest, 1.0 - float(x[classes.giants].sum())))
     decomposed = [balanced_columns(utility.sizes, marginals, k, deadline=deadline) for marginals, _ in parts]
+    # no set is in two classes (each giant's sets hold it, the rest's hold none): nothing to merge
     columns = Columns.concatenate([c for c, _ in decomposed], utility.n)
     weights = np.concatenate([w * share for (_, w), (_, share) in zip(decomposed, parts)])
-    columns, weights, _ = merge_duplicates(columns, weights, weights)
     pool = StartingPool(columns, column_values(utility, columns), weights / weights.sum())
     return pool, classes
