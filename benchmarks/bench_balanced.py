@@ -58,14 +58,15 @@ def floors(rng: np.random.Generator, n: int, total: float, kind: str) -> np.ndar
     return r
 
 
-def instance(case: str, n: int, k: int, seed: int) -> Problem:
+def instance(case: str, n: int, k: int, seed: int, pareto_share: float = 1.0) -> Problem:
+    """The case's draw; the Pareto cases' floors sum to ``pareto_share·k`` (lognormal: ``0.9·k``)."""
     rng = np.random.default_rng(1000 + seed)
     if case == "lognormal":
         sizes = np.ceil(np.exp(rng.normal(5.0, 1.5, n)))
         r = floors(rng, n, 0.9 * k, "uniform")
     else:
         sizes = (rng.pareto(1.2, n) + 1.0) * 20.0
-        r = floors(rng, n, float(k), case.split("-")[1])
+        r = floors(rng, n, pareto_share * k, case.split("-")[1])
     return Problem(AccuracyUtility(sizes), k, r)
 
 

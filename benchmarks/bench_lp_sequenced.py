@@ -85,7 +85,8 @@ def test_lp_sequenced_at_scale(benchmark, n, k, rounds, build_limit, round_limit
           f"guard window {engine.policy._guard.window}; per round {full_ms:.3f} ms CPU everyone available, "
           f"{away_ms:.3f} ms at availability 0.9, {run_ms:.3f} ms in run(); "
           f"{rounds:,} rounds: ratio {report.ratio:.6f}, max debt {report.max_debt:.3f}, "
-          f"EDF rounds {played.guarded_rounds:,}; "
+          f"guard overrode {played.guarded_rounds:,} rounds ({played.swapped_in:,} workers swapped in, "
+          f"{played.edf_rounds:,} EDF rounds); "
           f"state {len(text) / 2**20:.2f} MiB, restored in {restore_cpu:.2f} s CPU without solving")
     assert build_cpu <= build_limit
     assert max(full_ms, away_ms, run_ms) <= round_limit

@@ -1,0 +1,143 @@
+"""Benchmark: lp-sequenced's guard overrides, swapping urgent workers in against whole EDF rounds.
+
+Run as a plain script (one line per variant; the plan is solved once and the four variants
+of :class:`fairsched.policies.LPSequenced` play it in this process)::
+
+    python benchmarks/bench_sequencing.py                        # accuracy, n = 1,000, k = 50, seeds 0-1
+    python benchmarks/bench_sequencing.py --cases coverage-geometric mixture --seeds 0
+    python benchmarks/bench_sequencing.py --rounds 5000 --workers 200 --k 20
+
+When no support set of the plan is safe for the deadline guard, lp-sequenced plays the
+candidate that needs the fewest of the most urgent workers swapped in, each in place of a
+member outside the ``k`` most urgent (the least urgent first, but members the plan plays in
+every round last; ``LPSequenced._least_override``), unless that is more than
+``MAX_SWAP_SHARE·k`` workers, when it plays the ``k`` most urgent workers (EDF). Four
+variants play each plan: ``swaps`` (the package's rule), ``no cap`` (share 1: EDF only when
+no number of swaps is safe), ``urgency`` (members dropped by urgency alone) and ``EDF``
+(share 0: every overridden round is EDF, the rule before the override).
+
+Instances (drawn here or by ``bench_pricing``'s untuned families; nothing but the cap was
+tuned on them, and the cap on ``family`` and the small instances' first seed):
+
+- accuracy ``f(S) = 0.95 − 0.5·L(S)^−0.2`` (Li, Liu and Ji, "Federated Learning with Fair
+  Worker Selection: A Multi-Round Submodular Maximization Approach"), ``n = --workers``,
+  ``k = --k``, floors summing to ``0.9·k``: ``pareto-uniform`` and ``pareto-sparse`` (sizes
+  ``20·(1 + Pareto(1.2))``, floors as in ``bench_balanced``), ``lognormal`` (sizes
+  ``e^N(5, 1.5)``), and ``family``, the accuracy family ``bench_lp_sequenced`` measures
+  (``k`` strong workers, ``Σ r = 0.8·k``);
+- small instances of the untuned families of ``bench_pricing`` (``facility-location-*`` at
+  ``n = 100``, ``k = 10``, 50 points; ``coverage-*`` at ``n = 200``, ``k = 20``, 400 elements;
+  ``concave-sqrt-*`` and ``mixture`` at ``n = 60``, ``k = 6``), whose plan is solved with a
+  30 s limit (so the plan, and the ratio against it, can differ from run to run; the four
+  variants play the same plan).
+
+Each line: the plan's status and value, then for each variant the ratio to the plan's value
+over ``--rounds`` rounds, the largest debt, the rounds the guard overrode, the workers
+swapped in and the EDF rounds, and the seconds of the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_balanced import instance  # noqa: E402
+from bench_lp_sequenced import accuracy_problem  # noqa: E402
+from bench_pricing import untuned_concave, untuned_coverage, untuned_facility_location, untuned_mixture  # noqa: E402
+
+from fairsched.instances.io import problem_from_table  # noqa: E402
+from fairsched.lp import optimum  # noqa: E402
+from fairsched.metrics import evaluate  # noqa: E402
+from fairsched.policies import LPSequenced  # noqa: E402
+from fairsched.policies import lp as lp_module  # noqa: E402
+from fairsched.problem import Problem  # noqa: E402
+from fairsched.runtime.simulation import run  # noqa: E402
+
+ACCURACY = ("pareto-uniform", "pareto-sparse", "lognormal", "family")
+SMALL = ("facility-location-uniform", "facility-location-gaussian", "facility-location-lognormal",
+         "coverage-powerlaw", "coverage-geometric", "concave-sqrt-sparse", "concave-sqrt-quality", "mixture")
+#: seconds for the plan of a small untuned instance
+PLAN_LIMIT = 30.0
+#: the variants played: ``MAX_SWAP_SHARE`` and whether members the plan always plays are dropped last
+VARIANTS = {"swaps": (lp_module.MAX_SWAP_SHARE, True), "no cap": (1.0, True),
+            "urgency": (lp_module.MAX_SWAP_SHARE, False), "EDF": (0.0, True)}
+
+
+def accuracy_instance(case: str, n: int, k: int, seed: int) -> Problem:
+    """``bench_balanced``'s draw with floors summing to ``0.9·k``, or the accuracy family."""
+    return accuracy_problem(n, k, seed) if case == "family" else instance(case, n, k, seed, pareto_share=0.9)
+
+
+def small_instance(case: str, seed: int) -> Problem:
+    kind, _, family = case.partition("-")
+    if kind == "facility":
+        table = untuned_facility_location(case.rsplit("-", 1)[1], seed, n=100, k=10, points=50)
+    elif kind == "coverage":
+        table = untuned_coverage(family, seed, n=200, k=20, elements=400)
+    elif kind == "concave":
+        table = untuned_concave(family.split("-")[1], "sqrt", seed, n=60, k=6, features=30)
+    else:
+        table = untuned_mixture(seed, n=60, k=6)
+    return problem_from_table(table)
+
+
+@contextmanager
+def variant(share: float, keep_always_planned: bool = True):
+    """lp-sequenced with ``MAX_SWAP_SHARE = share`` (0: every overridden round is EDF, 1: no
+    cap), and, unless ``keep_always_planned``, members dropped by urgency alone."""
+    original_share, original_install = lp_module.MAX_SWAP_SHARE, LPSequenced._install
+
+    def install_by_urgency(self, opt):
+        original_install(self, opt)
+        self._always_planned[:] = False
+
+    lp_module.MAX_SWAP_SHARE = share
+    if not keep_always_planned:
+        LPSequenced._install = install_by_urgency
+    try:
+        yield
+    finally:
+        lp_module.MAX_SWAP_SHARE, LPSequenced._install = original_share, original_install
+
+
+def play(problem: Problem, plan, rounds: int) -> str:
+    policy = LPSequenced()
+    start = time.perf_counter()
+    schedule = run(problem, policy, rounds, optimum=plan)
+    seconds = time.perf_counter() - start
+    report = evaluate(schedule, problem, plan.value)
+    below = "" if report.max_debt < 1 else " (NOT below 1)"
+    return (f"ratio {report.ratio:.6f}, max debt {report.max_debt:.9f}{below}, "
+            f"overridden {policy.guarded_rounds:,}, swapped in {policy.swapped_in:,}, EDF {policy.edf_rounds:,}, "
+            f"{seconds:.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=1000, help="n of the accuracy cases")
+    parser.add_argument("--k", type=int, default=50, help="k of the accuracy cases")
+    parser.add_argument("--rounds", type=int, default=20_000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--cases", nargs="+", default=list(ACCURACY), choices=ACCURACY + SMALL)
+    args = parser.parse_args()
+    for case in args.cases:
+        for seed in args.seeds:
+            if case in ACCURACY:
+                problem = accuracy_instance(case, args.workers, args.k, seed)
+                plan = optimum(problem)
+            else:
+                problem = small_instance(case, seed)
+                plan = optimum(problem, time_limit=PLAN_LIMIT)
+            print(f"{case} n={problem.n} k={problem.k} seed {seed}: plan {plan.status} {plan.value:.6f}", flush=True)
+            for name, (share, keep) in VARIANTS.items():
+                with variant(share, keep):
+                    print(f"  {name:<7} {play(problem, plan, args.rounds)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
