@@ -9,12 +9,14 @@ of :class:`fairsched.policies.LPSequenced` play it in this process)::
 
 When no support set of the plan is safe for the deadline guard, lp-sequenced plays the
 candidate that needs the fewest of the most urgent workers swapped in, each in place of a
-member outside the ``k`` most urgent (the least urgent first, but members the plan plays in
-every round last; ``LPSequenced._least_override``), unless that is more than
-``MAX_SWAP_SHARE·k`` workers, when it plays the ``k`` most urgent workers (EDF). Four
-variants play each plan: ``swaps`` (the package's rule), ``no cap`` (share 1: EDF only when
-no number of swaps is safe), ``urgency`` (members dropped by urgency alone) and ``EDF``
-(share 0: every overridden round is EDF, the rule before the override).
+member outside the ``k`` most urgent (``LPSequenced._least_override``). Members the plan
+plays in every round go last; before them, for the accuracy utility (a function of one
+modular sum) the lightest member goes first, with no cap on the swaps, and for any other
+utility the least urgent, with EDF (the ``k`` most urgent workers) when more than
+``MAX_SWAP_SHARE·k`` swaps are needed. Four variants play each plan: ``rule`` (the
+package's), ``urgency`` (the rule for other utilities, also on accuracy), ``urgency, no
+cap`` (the same without the cap) and ``EDF`` (every overridden round EDF, the rule before
+the override). On utilities other than accuracy ``rule`` and ``urgency`` are the same.
 
 Instances (drawn here or by ``bench_pricing``'s untuned families; nothing but the cap was
 tuned on them, and the cap on ``family`` and the small instances' first seed):
@@ -63,9 +65,8 @@ SMALL = ("facility-location-uniform", "facility-location-gaussian", "facility-lo
          "coverage-powerlaw", "coverage-geometric", "concave-sqrt-sparse", "concave-sqrt-quality", "mixture")
 #: seconds for the plan of a small untuned instance
 PLAN_LIMIT = 30.0
-#: the variants played: ``MAX_SWAP_SHARE`` and whether members the plan always plays are dropped last
-VARIANTS = {"swaps": (lp_module.MAX_SWAP_SHARE, True), "no cap": (1.0, True),
-            "urgency": (lp_module.MAX_SWAP_SHARE, False), "EDF": (0.0, True)}
+#: the variants played (see :func:`variant`)
+VARIANTS = ("rule", "urgency", "urgency, no cap", "EDF")
 
 
 def accuracy_instance(case: str, n: int, k: int, seed: int) -> Problem:
@@ -87,22 +88,19 @@ def small_instance(case: str, seed: int) -> Problem:
 
 
 @contextmanager
-def variant(share: float, keep_always_planned: bool = True):
-    """lp-sequenced with ``MAX_SWAP_SHARE = share`` (0: every overridden round is EDF, 1: no
-    cap), and, unless ``keep_always_planned``, members dropped by urgency alone."""
-    original_share, original_install = lp_module.MAX_SWAP_SHARE, LPSequenced._install
-
-    def install_by_urgency(self, opt):
-        original_install(self, opt)
-        self._always_planned[:] = False
-
-    lp_module.MAX_SWAP_SHARE = share
-    if not keep_always_planned:
-        LPSequenced._install = install_by_urgency
+def variant(name: str):
+    """lp-sequenced as the package plays it (``rule``), or with one of the alternatives."""
+    saved = lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override
+    if name in ("urgency", "urgency, no cap"):
+        lp_module.substitute_weights = lambda utility: None
+    if name == "urgency, no cap":
+        lp_module.MAX_SWAP_SHARE = 1.0
+    if name == "EDF":
+        LPSequenced._least_override = lambda self, candidates, edf, blocked: None
     try:
         yield
     finally:
-        lp_module.MAX_SWAP_SHARE, LPSequenced._install = original_share, original_install
+        lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override = saved
 
 
 def play(problem: Problem, plan, rounds: int) -> str:
@@ -134,9 +132,9 @@ def main() -> None:
                 problem = small_instance(case, seed)
                 plan = optimum(problem, time_limit=PLAN_LIMIT)
             print(f"{case} n={problem.n} k={problem.k} seed {seed}: plan {plan.status} {plan.value:.6f}", flush=True)
-            for name, (share, keep) in VARIANTS.items():
-                with variant(share, keep):
-                    print(f"  {name:<7} {play(problem, plan, args.rounds)}", flush=True)
+            for name in VARIANTS:
+                with variant(name):
+                    print(f"  {name:<15} {play(problem, plan, args.rounds)}", flush=True)
 
 
 if __name__ == "__main__":

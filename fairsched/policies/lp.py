@@ -38,6 +38,7 @@ from fairsched.policies.refill import (
     urgency_keys,
 )
 from fairsched.problem import Problem
+from fairsched.utilities import AccuracyUtility
 
 BATCH_ROUNDS = 8192
 MAX_GAP = 256
@@ -45,7 +46,8 @@ MAX_GAP = 256
 MAX_CANDIDATES = 64
 #: candidates (in deficit order) the guard's least override may swap urgent workers into
 OVERRIDE_CANDIDATES = 8
-#: most workers the least override swaps in, as a share of ``k``; a round needing more plays EDF
+#: most workers the least override swaps in, as a share of ``k``, on utilities whose members
+#: complement each other; a round needing more plays EDF (no cap for the accuracy utility)
 MAX_SWAP_SHARE = 0.25
 #: a worker whose planned share ``Σ_{S∋u} p_S`` is within this of 1 is one the plan always plays
 ALWAYS_PLANNED_TOLERANCE = 1e-6
@@ -57,6 +59,18 @@ SAFETY_DEVIATIONS = 3.0
 NEVER = 2**62
 #: lp-sequenced's default budget for the exact-period search (states kept; about 1 s per 200,000)
 PERIOD_STATES = 2_000_000
+
+
+def substitute_weights(utility: Any) -> np.ndarray | None:
+    """Weights ``w`` if ``f(S) = g(Σ_{u∈S} w_u)`` with ``g`` concave increasing, else ``None``.
+
+    Then the members of a set are substitutes up to their weight: removing ``u`` loses
+    ``g(w(S)) − g(w(S) − w_u)``, which grows with ``w_u``, whatever else is in the set. The
+    accuracy utility ``f(S) = (1 − a) − b·(Σ_{u∈S} sizes_u)^c`` (Li, Liu and Ji, "Federated
+    Learning with Fair Worker Selection: A Multi-Round Submodular Maximization Approach") is
+    the one such utility in the package.
+    """
+    return utility.sizes if isinstance(utility, AccuracyUtility) else None
 
 
 def plan_for(problem: Problem, given: Optimum | None) -> Optimum:
@@ -281,10 +295,13 @@ class LPSequenced(_Planned):
        which each worker's debt would reach 1, over a window of ``W`` rounds). If no
        candidate is safe (counted in ``guarded_rounds``), the candidate that needs the
        fewest of the most urgent workers swapped in, each in place of a member outside the
-       ``k`` most urgent (the least urgent first, those the plan plays in every round last),
-       is played with them (``swapped_in`` counts them; the candidate counts as played). If
-       that needs more than ``MAX_SWAP_SHARE·k = k/4`` swaps, the round takes the ``k``
-       available workers with the earliest deadlines (EDF, counted in ``edf_rounds``).
+       ``k`` most urgent, is played with them (``swapped_in`` counts them; the candidate
+       counts as played). Members the plan plays in every round go last; before them, for
+       the accuracy utility the lightest goes first (:func:`substitute_weights`), for any
+       other the least urgent, and there a round needing more than ``MAX_SWAP_SHARE·k =
+       k/4`` swaps takes the ``k`` available workers with the earliest deadlines (EDF,
+       counted in ``edf_rounds``; with the accuracy utility only when no number of swaps is
+       safe).
 
     Guarantee, with everyone available: debt ``< 1`` in every round (EDF is optimal for
     these unit jobs, the guard only accepts a set after which EDF can still meet every
@@ -458,39 +475,46 @@ class LPSequenced(_Planned):
         """The candidate that needs the fewest of the most urgent workers swapped in to be safe.
 
         For a candidate ``S``, the ``j``-th swap puts in the ``j``-th most urgent worker not in
-        ``S`` (EDF order) and takes out a member of ``S`` outside ``edf``: the least urgent
-        first (workers without a floor before others), except that members the plan plays in
-        every round (planned share ``Σ_{S∋u} p_S`` within ``ALWAYS_PLANNED_TOLERANCE`` of 1)
-        go last. Every member outside ``edf`` is due no earlier than every worker in it, so
-        whatever the order of the members, each swap moves a selection to an earlier deadline
-        and safety grows with ``j`` (:meth:`DeadlineGuard.swaps_needed` finds the smallest
-        safe ``j``). Returns ``(candidate index, set, j)`` for the smallest ``j`` (ties to the
-        earlier candidate), or ``None`` if no candidate is safe with at most
-        ``MAX_SWAP_SHARE·k`` swaps (all the swaps give the EDF set, which the round then plays).
+        ``S`` (EDF order) and takes out a member of ``S`` outside ``edf``. Members the plan
+        plays in every round (planned share ``Σ_{S∋u} p_S`` within ``ALWAYS_PLANNED_TOLERANCE``
+        of 1) go last. Before them: if ``f(S) = g(Σ_{u∈S} w_u)`` (:func:`substitute_weights`,
+        the accuracy utility) the lightest member first, the one whose removal loses least, up
+        to ``k`` swaps; for any other utility the least urgent first (workers without a floor
+        before others), up to ``MAX_SWAP_SHARE·k`` swaps. Every member outside ``edf`` is due
+        no earlier than every worker in it, so whatever the order of the members, each swap
+        moves a selection to an earlier deadline and safety grows with ``j``
+        (:meth:`DeadlineGuard.swaps_needed` finds the smallest safe ``j``). Returns
+        ``(candidate index, set, j)`` for the smallest ``j`` (ties to the earlier candidate),
+        or ``None`` if no candidate is safe within the cap (all the swaps give the EDF set,
+        which the round then plays).
 
-        Why this order (measured in ``benchmarks/README.md``, *lp-sequenced on data nothing
-        was tuned on*): dropping members by value (marginal gain, removal loss), or keeping
-        every member the plan selects above its floor until last, makes a cascade where
-        members complement each other (coverage, facility location): a member dropped at its
-        floor falls behind, is swapped in later and drops another, which cost up to 2.4 % of
-        ``U_opt``. Dropping by urgency alone drops the
-        very large workers of heavy-tailed accuracy data first (they are far ahead of their
-        floors because the plan values them), which cost up to 0.2 %. Keeping the always-planned
-        members avoids both. The cap on swaps (a round needing more than ``k/4`` plays EDF)
-        keeps the worst measured case higher (0.99955 against 0.99918 without it, where
-        ``k = 3`` makes the cap EDF), at up to 2.6e-4 on some instances where no cap does better.
+        Why these orders (measured in ``benchmarks/README.md``, *lp-sequenced on data nothing
+        was tuned on*): where members complement each other (coverage, facility location),
+        dropping by value (marginal gain, removal loss), or keeping every member the plan
+        selects above its floor until last, starts a cascade: a member dropped at its floor
+        falls behind, is swapped in later and drops another, which cost up to 2.4 % of
+        ``U_opt``; the cap keeps the worst measured case there higher (0.99955 against 0.99918
+        without it). Where members are substitutes up to a weight, a later swap replaces one
+        light worker by another and costs little, and dropping the lightest took the ratio on
+        heavy-tailed accuracy data from 0.99974–0.99994 (by urgency) to 0.99996–0.99999.
+        Dropping by urgency alone drops the very large workers of such data first (they are
+        far ahead of their floors because the plan values them); keeping the always-planned
+        members last prevents that for other utilities.
         """
-        keys = urgency_keys(self.problem.r, self._debts())
+        weights = substitute_weights(self.problem.utility)
+        if weights is None:
+            order_key, most_swaps = -urgency_keys(self.problem.r, self._debts()), int(MAX_SWAP_SHARE * self.problem.k)
+        else:
+            order_key, most_swaps = weights, self.problem.k
         slack = self._guard.slack(blocked)
         # membership by boolean masks over the workers: O(k) per candidate, no sort
         in_edf = np.zeros(self.problem.n, dtype=bool)
         in_edf[edf] = True
         in_set = np.zeros(self.problem.n, dtype=bool)
-        most_swaps = int(MAX_SWAP_SHARE * self.problem.k)
         best: tuple[int, np.ndarray, int] | None = None
         for c, S in enumerate(candidates):
             outgoing = S[~in_edf[S]]
-            outgoing = outgoing[np.lexsort((-keys[outgoing], self._always_planned[outgoing]))]
+            outgoing = outgoing[np.lexsort((order_key[outgoing], self._always_planned[outgoing]))]
             in_set[S] = True
             incoming = edf[~in_set[edf]]
             in_set[S] = False
