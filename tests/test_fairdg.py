@@ -144,3 +144,31 @@ def test_most_urgent_partition_agrees_with_a_full_sort(seed, rank):
     keys = ((1 - d) / policy._r[members], -d, members) if rank == "deadline" else (-d, members)
     expected = np.sort(members[np.lexsort(keys[::-1])[:k]])
     assert np.array_equal(policy._most_urgent(members, debt, k), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["one value fills most", "few values", "spread"]))
+def test_most_urgent_equals_a_full_sort_however_many_workers_tie(seed, shape):
+    """``most_urgent`` cuts each tie level (key, then debt, then index) without sorting it; on
+    keys where one value fills most of the pool (the case ``kth_smallest`` sorts instead of
+    partitioning), on few values and on spread ones, it returns exactly the first ``count``
+    of a full lexicographic sort, in that order, whatever the order of the pool."""
+    from fairsched.policies.refill import kth_smallest, most_urgent
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 4000))
+    if shape == "one value fills most":
+        keys = np.where(rng.random(n) < 0.85, 21.0, rng.integers(1, 40, n).astype(float))
+    elif shape == "few values":
+        keys = rng.choice([0.5, 1.0, 2.0, np.inf], size=n)
+    else:
+        keys = rng.random(n)
+    debt = rng.choice([-0.5, 0.0, 0.25], size=n)
+    pool = rng.permutation(n)[:int(rng.integers(0, n + 1))]
+    if seed % 2:
+        pool = np.sort(pool)
+    count = int(rng.integers(0, n + 2))
+    expected = pool[np.lexsort((pool, -debt[pool], keys[pool]))[:count]]
+    assert np.array_equal(most_urgent(pool, keys, debt, count), expected)
+    if pool.size:
+        index = int(rng.integers(0, pool.size))
+        assert kth_smallest(keys[pool], index) == np.sort(keys[pool])[index]

@@ -31,18 +31,53 @@ def urgency_keys(r: np.ndarray, debt: np.ndarray) -> np.ndarray:
 def most_urgent(pool: np.ndarray, keys: np.ndarray, debt: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` workers of ``pool`` (indices) by (key, −debt, index), in that order.
 
-    A partition finds the ``count``-th key and only the workers at or below it are sorted, so
-    the cost is ``O(|pool|)`` plus the sort of the ties.
+    Each tie level is cut, not sorted: :func:`kth_smallest` finds the ``count``-th key, the
+    workers tied at it are cut the same way by debt, those tied on both by index, and only
+    the ``count`` chosen are sorted. With equal floors and counts tens of thousands of
+    workers may share a key; sorting them all took most of a round at ``n = 100,000``.
     """
     if count <= 0 or pool.size == 0:
         return pool[:0]
-    key = keys[pool]
     if pool.size > count:
-        kth = np.partition(key, count - 1)[count - 1]
-        keep = np.flatnonzero(key <= kth)
-        pool, key = pool[keep], key[keep]
-    order = np.lexsort((pool, -debt[pool], key))
+        pool = _first_by(pool, (keys[pool], -debt[pool], pool), count)
+    order = np.lexsort((pool, -debt[pool], keys[pool]))
     return pool[order[:count]]
+
+
+#: values sampled by :func:`kth_smallest` to spot one value filling much of the array
+SAMPLE = 512
+
+
+def kth_smallest(values: np.ndarray, index: int) -> np.generic:
+    """``np.sort(values)[index]``, in ``O(|values|)`` where the data allow.
+
+    ``np.partition`` (introselect) is linear on spread-out values but an order of magnitude
+    slower where one value fills much of the array, which is what urgency keys look like
+    when many workers share a floor and a count (measured on such keys of 95,000 workers:
+    13.6 ms against 1.0 ms for a sort, and 1.0 ms against 4.6 ms for a sort on distinct
+    values). A strided sample of ``SAMPLE`` values tells the two apart: if one value is a
+    quarter of it, the array is sorted instead.
+    """
+    sample = values[::max(1, values.size // SAMPLE)]
+    _, counts = np.unique(sample, return_counts=True)
+    if 4 * counts.max() >= sample.size:
+        return np.sort(values)[index]
+    return np.partition(values, index)[index]
+
+
+def _first_by(pool: np.ndarray, ranks: tuple[np.ndarray, ...], count: int) -> np.ndarray:
+    """The ``count`` workers of ``pool`` first by the tuple ``ranks`` (compared in order), unordered."""
+    rank, rest = ranks[0], ranks[1:]
+    if pool.size <= count:
+        return pool
+    kth = kth_smallest(rank, count - 1)
+    below = rank < kth
+    tied = rank == kth
+    chosen = pool[below]
+    need = count - chosen.size
+    if not rest:  # the last rank (the index) has no ties
+        return np.concatenate([chosen, pool[tied][:need]])
+    return np.concatenate([chosen, _first_by(pool[tied], tuple(r[tied] for r in rest), need)])
 
 
 def refill(planned: np.ndarray, available: np.ndarray, ranked: np.ndarray) -> np.ndarray:
