@@ -39,7 +39,7 @@ import numpy as np
 from fairsched.errors import PolicyError
 from fairsched.policies.base import DEBT_TOLERANCE, Policy, count_param
 from fairsched.policies.cache import ArrayLRU, mask_digest
-from fairsched.policies.refill import most_urgent, urgency_keys
+from fairsched.policies.refill import first_by, most_urgent, urgency_keys
 from fairsched.submodular.lazy_greedy import lazy_greedy
 
 RANKS = ("deadline", "debt")
@@ -97,13 +97,7 @@ class FairDG(Policy):
         """The first ``k`` of ``members`` by (deadline, −debt, index), or (−debt, index)."""
         if self.rank == "deadline":  # the LP policies' refill ranks the same way
             return np.sort(most_urgent(members, urgency_keys(self._r, debt), debt, k))
-        primary = -debt[members]
-        if members.size > k:
-            # the k-th smallest primary key: those below are in, the tied ones are ordered fully
-            kth = np.partition(primary, k - 1)[k - 1]
-            keep = np.flatnonzero(primary <= kth)
-            members, primary = members[keep], primary[keep]
-        return np.sort(members[np.lexsort((members, primary))[:k]])
+        return np.sort(first_by(members, (-debt[members], members), k))
 
     def _complete(self, behind: np.ndarray, members: np.ndarray, available: np.ndarray) -> np.ndarray:
         key = mask_digest(behind, available)

@@ -39,7 +39,7 @@ def most_urgent(pool: np.ndarray, keys: np.ndarray, debt: np.ndarray, count: int
     if count <= 0 or pool.size == 0:
         return pool[:0]
     if pool.size > count:
-        pool = _first_by(pool, (keys[pool], -debt[pool], pool), count)
+        pool = first_by(pool, (keys[pool], -debt[pool], pool), count)
     order = np.lexsort((pool, -debt[pool], keys[pool]))
     return pool[order[:count]]
 
@@ -65,8 +65,13 @@ def kth_smallest(values: np.ndarray, index: int) -> np.generic:
     return np.partition(values, index)[index]
 
 
-def _first_by(pool: np.ndarray, ranks: tuple[np.ndarray, ...], count: int) -> np.ndarray:
-    """The ``count`` workers of ``pool`` first by the tuple ``ranks`` (compared in order), unordered."""
+def first_by(pool: np.ndarray, ranks: tuple[np.ndarray, ...], count: int) -> np.ndarray:
+    """The ``count`` workers of ``pool`` first by the tuple ``ranks`` (compared in order), unordered.
+
+    ``ranks`` are arrays aligned with ``pool``; the last must have no ties (the index). Each
+    level is cut by :func:`kth_smallest`, and only the workers tied at its cut go on to the
+    next.
+    """
     rank, rest = ranks[0], ranks[1:]
     if pool.size <= count:
         return pool
@@ -77,7 +82,7 @@ def _first_by(pool: np.ndarray, ranks: tuple[np.ndarray, ...], count: int) -> np
     need = count - chosen.size
     if not rest:  # the last rank (the index) has no ties
         return np.concatenate([chosen, pool[tied][:need]])
-    return np.concatenate([chosen, _first_by(pool[tied], tuple(r[tied] for r in rest), need)])
+    return np.concatenate([chosen, first_by(pool[tied], tuple(r[tied] for r in rest), need)])
 
 
 def refill(planned: np.ndarray, available: np.ndarray, ranked: np.ndarray) -> np.ndarray:
