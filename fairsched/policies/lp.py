@@ -368,9 +368,7 @@ class LPSequenced(_Planned):
         self._played = np.zeros(len(self._sets), dtype=np.int64)
         # the plan plays these in (nearly) every round, far above any floor: urgency alone
         # would rank them the first to drop, and they are what the plan values most
-        shares = np.bincount(np.concatenate(self._sets), weights=np.repeat(self._p, [S.size for S in self._sets]),
-                             minlength=self.problem.n)
-        self._always_planned = shares >= 1 - ALWAYS_PLANNED_TOLERANCE
+        self._always_planned = _marginals(self._sets, self._p, self.problem.n) >= 1 - ALWAYS_PLANNED_TOLERANCE
         self._index = {tuple(S.tolist()): j for j, S in enumerate(self._sets)}
         self._period, self._period_searched = None, False
 
@@ -685,8 +683,9 @@ class DeadlineGuard:
         ``margin`` is :meth:`slack` plus :meth:`served` of the set as planned. Each swap adds at
         most one at any horizon, so ``j`` is at least the largest shortfall; it is then found by
         bisection, each step ``O(j + W)`` without building a set. Safety grows with ``j`` when
-        every incoming worker is due no later than its outgoing one (EDF order against the
-        least urgent); ``None`` if the full swap is not safe.
+        every incoming worker is due no later than every outgoing one (incoming in EDF order,
+        outgoing outside the ``k`` most urgent, in any order); ``None`` if the full swap is not
+        safe.
         """
         shortfall = int(-margin.min())
         if shortfall <= 0:
