@@ -499,6 +499,7 @@ def column_generation(
     pool_nonzeros: int = POOL_NONZEROS,
     tailing_off: tuple[int, float] | None = TAILING_OFF,
     caps: np.ndarray | None = None,
+    primal_columns: Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]] | None = None,
 ) -> ColumnGenerationResult:
     """Solve ``max Σ p_S f(S) s.t. r_u <= Σ_{S∋u} p_S (<= c_u), Σ p_S = 1, p >= 0`` by column generation.
 
@@ -568,6 +569,14 @@ def column_generation(
         (:func:`fairsched.solvers.lp.dual_offset`) and ``fairness_price`` holds ``λ``,
         ``cap_price`` ``ν``.  There is no elastic phase for caps: ``start_probabilities``
         must meet both ``r`` and ``c``.
+    primal_columns
+        Columns built from the master's primal solution rather than from its duals (e.g.
+        :func:`fairsched.lp.pricing.exchange.exchange_columns`): after every iteration
+        whose master is feasible it is called with the pool's sets of positive weight and
+        their weights (the aggregated start column left out, so they may sum to less than
+        1), and returns new sets and their ``f``, which join the master with the priced
+        ones.  Where the master is degenerate its duals hardly move and priced columns do
+        not lift its value, while columns that improve its current solution do.
 
     Raises InfeasibleLPError (naming the workers whose floors stay unmet) when exact
     pricing proves the floors infeasible, SolverError when no feasible distribution is found
@@ -680,7 +689,8 @@ def column_generation(
             master.add(cols, vals)
         state.master = master
         status, iteration = _iterate(master, state, certificate, smoother, price_at, price, heuristic, r,
-                                     gap=gap, tol=tol, stop_at=stop_at, max_iterations=max_iterations,
+                                     primal_columns=primal_columns, gap=gap, tol=tol, stop_at=stop_at,
+                                     max_iterations=max_iterations,
                                      max_new_columns=max_new_columns, penalty=penalty, ceiling=ceiling,
                                      value_lower_bound=value_lower_bound, tailing_off=tailing_off,
                                      record=record)
@@ -729,7 +739,9 @@ class _State:
 
 def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: _Smoothing,
              price_at: Callable[..., PricingResult], price: Callable[..., PricingResult],
-             heuristic: Callable[..., PricingResult] | None, r: np.ndarray, *, gap: float, tol: float,
+             heuristic: Callable[..., PricingResult] | None, r: np.ndarray, *,
+             primal_columns: Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]] | None,
+             gap: float, tol: float,
              stop_at: float, max_iterations: int, max_new_columns: int, penalty: float, ceiling: float,
              value_lower_bound: float | None, tailing_off: tuple[int, float] | None,
              record: Callable[[int], float]) -> tuple[str, int]:
@@ -771,11 +783,17 @@ def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother
             finished_gaps.append(current)
         if value_lower_bound is not None and certificate.bound < value_lower_bound:
             raise _infeasible(solution.slack, r, "the Lagrangian bound is below every feasible value")
+        primal = None
+        if feasible and primal_columns is not None and (solution.pool > 0).any():
+            used = np.flatnonzero(solution.pool > 0)  # pool positions: read before a purge moves them
+            primal = primal_columns(master.take(used), solution.pool[used])
         keep = max(PURGE_KEEP, PURGE_ROWS * (r.size + 1))
         if master.size > 2 * keep:
             master.purge(keep)
         chosen = entering[:max_new_columns]
         added = master.add(Columns.from_masks(cols[chosen]), vals[chosen]) if chosen.size else 0
+        if primal is not None:
+            added += master.add(*primal)
         if added == 0:
             if feasible:
                 return ("time-limit" if time.perf_counter() >= stop_at else "stalled"), iteration

@@ -33,7 +33,8 @@ from fairsched.lp.availability import availability_optimum
 from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.balanced import balanced_pool, level_duals
-from fairsched.lp.pricing.initial import priority_order
+from fairsched.lp.pricing.exchange import exchange_columns
+from fairsched.lp.pricing.initial import column_values, priority_order
 from fairsched.lp.pricing.schedule_search import better_start, schedule_search
 from fairsched.lp.result import Optimum
 from fairsched.problem import Problem
@@ -46,6 +47,7 @@ from fairsched.solvers import (
     solve_distribution_lp,
 )
 from fairsched.solvers.colgen import DEFAULT_GAP, column_generation, relative_gap
+from fairsched.solvers.columns import Columns
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 from fairsched.utilities.accuracy import AccuracyUtility
 
@@ -275,6 +277,17 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
     )
 
 
+def _trades(utility: AccuracyUtility) -> Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]]:
+    """Column generation's ``primal_columns`` for the accuracy utility: the sets of
+    :func:`~fairsched.lp.pricing.exchange.exchange_columns` and their values."""
+
+    def traded(support: Columns, weights: np.ndarray) -> tuple[Columns, np.ndarray]:
+        columns = exchange_columns(utility.sizes, support, weights)
+        return columns, column_values(utility, columns)
+
+    return traded
+
+
 def _column_generation(problem: Problem, *, gap: float, time_limit: float | None,
                        progress: Progress | None, pricing: str) -> Optimum:
     start = time.perf_counter()
@@ -306,6 +319,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         groups = floor_groups(r, relaxation)
     known: list[tuple[np.ndarray, float]] = []
     class_prices = None
+    classes = None
     grouped_iterations = 0
     if groups is not None:
         # most workers are fillers the relaxation prices alike: a master with one row per
@@ -332,6 +346,11 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         pool = better_start(pool, balanced)
         if classes is not None:  # some workers do not fit: Jensen's bound is out of reach
             class_prices = level_duals(oracle, r, classes)
+    # the master is degenerate where the floors pin the marginals: trades between its own
+    # sets lift it where priced columns do not.  Not with classes: sets holding a giant must
+    # stay above the others, and there the trades cost master time without lifting it
+    # (both measured in exchange's docstring)
+    trades = _trades(problem.utility) if type(problem.utility) is AccuracyUtility and classes is None else None
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
         guesses.append(class_prices)
@@ -339,7 +358,8 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses, known_bounds=known,
                                    heuristic=heuristic,
-                                   start_probabilities=pool.probabilities, caps=problem.caps)
+                                   start_probabilities=pool.probabilities, caps=problem.caps,
+                                   primal_columns=trades)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
     except SolverError as exc:
