@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-import fairsched.lp.solve as solve_module
 from fairsched.lp.pricing.balanced import level_classes
 from fairsched.lp.pricing.initial import starting_point
 from fairsched.problem import Problem
@@ -42,7 +40,7 @@ from fairsched.solvers.columns import Columns
 from fairsched.utilities import AccuracyUtility
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_balanced import fits, instance  # noqa: E402
+from bench_balanced import fits, instance, solve_with  # noqa: E402
 
 FAMILIES = ("fit-one-at-a-time", "pareto")
 
@@ -71,17 +69,8 @@ def has_classes(problem: Problem) -> bool:
 
 
 def solve(problem: Problem, trades: bool, time_limit: float) -> str:
-    original = solve_module.exchange_columns
-    if not trades:
-        solve_module.exchange_columns = lambda sizes, columns, probabilities: Columns.empty(columns.n)
-    try:
-        began = time.perf_counter()
-        opt = solve_module.optimum(problem, time_limit=time_limit)
-        seconds = time.perf_counter() - began
-    finally:
-        solve_module.exchange_columns = original
-    gap = (opt.upper_bound - opt.value) / abs(opt.value)
-    return f"{opt.status} {gap:.2e} in {seconds:.1f} s ({opt.iterations} it.)"
+    no_trades = {"exchange_columns": lambda sizes, columns, probabilities: Columns.empty(columns.n)}
+    return solve_with(problem, time_limit, {} if trades else no_trades)
 
 
 def main() -> None:

@@ -115,27 +115,26 @@ def test_the_hook_sees_the_masters_sets_and_the_optimum_stays_exact():
     assert result.upper_bound >= exact.value * (1 - 1e-12)
 
 
-def large_workers_that_fit_one_at_a_time(seed: int) -> Problem:
-    """Pinned floors (``Σ r = k``); six workers of size 300–500 among 294 of 20–60: each fits
-    in a set of the common size alone but no two do, the pattern on which the balanced start
-    leaves a gap and the master creeps (a Pareto draw at ``n = 1,000``, ``k = 50`` showed it)."""
-    rng = np.random.default_rng(seed)
-    n, k = 300, 20
-    sizes = rng.uniform(20.0, 60.0, n)
-    sizes[:6] = 500.0 * rng.uniform(0.6, 1.0, 6)
-    r = rng.uniform(0.5, 1.0, n)
-    r[:6] *= 0.5
-    return Problem(AccuracyUtility(sizes), k, r * k / r.sum())
+def large_workers_that_fit_one_at_a_time() -> Problem:
+    """Pinned floors (``Σ r = k``); five workers of size 252–420 among 235 of 20–60, with
+    half the floor weight: each fits alone in a set of the common size, no two do, the
+    pattern on which the balanced start leaves a gap and the master creeps (a Pareto draw at
+    ``n = 1,000``, ``k = 50`` showed it; ``benchmarks/bench_exchange.py`` has a family of
+    them at ``n = 300``)."""
+    rng = np.random.default_rng(1)
+    small = rng.uniform(20.0, 60.0, 240)
+    large = 420.0 * rng.uniform(0.6, 1.0, 5)
+    weights = rng.uniform(0.5, 1.0, 240) * np.where(np.arange(240) < 5, 0.5, 1.0)
+    return Problem(AccuracyUtility(np.concatenate([large, small[5:]])), 16, weights * 16 / weights.sum())
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_trades_certify_what_the_degenerate_master_crept_towards(seed, monkeypatch):
-    problem = large_workers_that_fit_one_at_a_time(seed)
+def test_trades_certify_what_the_degenerate_master_crept_towards(monkeypatch):
+    problem = large_workers_that_fit_one_at_a_time()
     traded = optimum(problem, time_limit=300)
     assert traded.status == "optimal"
     assert traded.value >= (1 - 1e-6) * traded.upper_bound
-    # measured: 12-13 iterations with the trades, 105 and 131 without (and 35-56 s)
-    assert traded.iterations <= 40
+    # measured: 7 iterations (0.7 s) with the trades, 61 (6.1 s) without
+    assert traded.iterations <= 30
     monkeypatch.setattr(solve_module, "exchange_columns", lambda sizes, columns, p: Columns.empty(columns.n))
-    crept = optimum(problem, time_limit=5)
-    assert crept.iterations > traded.iterations or crept.status != "optimal"
+    crept = optimum(problem, time_limit=300)
+    assert crept.iterations > 2 * traded.iterations
