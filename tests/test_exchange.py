@@ -22,7 +22,7 @@ from fairsched.lp.pricing.exchange import MAX_PAIRS, exchange_columns, trade
 from fairsched.lp.solve import optimum
 from fairsched.problem import Problem
 from fairsched.solvers import k_subset_masks, solve_distribution_lp
-from fairsched.solvers.colgen import PricingResult, column_generation
+from fairsched.solvers.colgen import PRIMAL_PATIENCE, PricingResult, column_generation
 from fairsched.solvers.columns import Columns
 from fairsched.utilities import AccuracyUtility
 
@@ -135,6 +135,14 @@ def test_trades_certify_what_the_degenerate_master_crept_towards(monkeypatch):
     assert traded.value >= (1 - 1e-6) * traded.upper_bound
     # measured: 7 iterations (0.7 s) with the trades, 61 (6.1 s) without
     assert traded.iterations <= 30
-    monkeypatch.setattr(solve_module, "exchange_columns", lambda sizes, columns, p: Columns.empty(columns.n))
+    calls = []
+
+    def no_trades(sizes: np.ndarray, columns: Columns, weights: np.ndarray) -> Columns:
+        calls.append(len(columns))
+        return Columns.empty(columns.n)
+
+    monkeypatch.setattr(solve_module, "exchange_columns", no_trades)
     crept = optimum(problem, time_limit=300)
     assert crept.iterations > 2 * traded.iterations
+    # columns that do not lift the master are asked for PRIMAL_PATIENCE times, then no more
+    assert len(calls) == PRIMAL_PATIENCE
