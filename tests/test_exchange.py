@@ -6,8 +6,8 @@ A trade keeps both sets' sizes (number of members), keeps the pair's members as 
 never moves the two sizes apart (a property test); the pairs are the largest against the
 smallest sets, widest first; the hook sees a distribution that meets the floors; and on
 pinned floors with several large workers that fit one at a time, where the degenerate master
-crept for over 100 iterations, column generation with the trades certifies ``U_opt`` in a
-few.
+crept for dozens of iterations, column generation with the trades certifies ``U_opt`` in a
+few, and columns that do not lift the master stop being asked for.
 """
 
 from __future__ import annotations
