@@ -109,6 +109,8 @@ def main() -> None:
     parser.add_argument("--write", metavar="DIR", help="write each instance to DIR (for `fairsched run`) "
                         "instead of solving it")
     args = parser.parse_args()
+    if args.write:
+        Path(args.write).mkdir(parents=True, exist_ok=True)
     for case in args.cases:
         for seed in args.seeds:
             problem = instance(case, args.workers, args.k, seed)

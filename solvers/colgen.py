@@ -550,7 +550,8 @@ def column_generation(
         relaxation: their Lagrangian bounds count towards the upper bound, the best becomes
         the first stability centre, and their columns join the pool (history iteration 0).
         Each is priced within :data:`GUESS_SHARE` of the time left (an oracle with a
-        ``deadline`` attribute has it moved up for the call).
+        ``deadline`` attribute has it moved up for the call), in order, until the start's
+        distribution is certified within ``gap``.
     known_bounds
         ``(λ, pricing_bound)`` pairs already priced elsewhere: ``pricing_bound`` must be a
         certified upper bound on ``max_S f(S) + λ(S)``.  They count like priced dual guesses
@@ -663,6 +664,8 @@ def column_generation(
 
     guess_columns = []
     for guess in dual_guesses:
+        if guess_columns and relative_gap(state.lower, certificate.bound) <= gap:
+            break  # the guesses before have certified the start: the others' calls are not needed
         guess = np.clip(np.asarray(guess, dtype=float), 0.0, None)
         if guess.shape != (n,):
             raise ValueError(f"every dual guess must have shape ({n},), got {guess.shape}")

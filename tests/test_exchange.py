@@ -7,7 +7,8 @@ never moves the two sizes apart (a property test); the pairs are the largest aga
 smallest sets, widest first; the hook sees a distribution that meets the floors; and on
 pinned floors with several large workers that fit one at a time, where the degenerate master
 crept for dozens of iterations, column generation with the trades certifies ``U_opt`` in a
-few, and columns that do not lift the master stop being asked for.
+few (where the class relaxation does not already certify it at once), and columns that do not
+lift the master stop being asked for.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fairsched.lp.pricing.balanced as balanced_module
 import fairsched.lp.solve as solve_module
 from fairsched.lp.pricing.exchange import MAX_PAIRS, exchange_columns, trade
 from fairsched.lp.solve import optimum
@@ -128,7 +130,18 @@ def large_workers_that_fit_one_at_a_time() -> Problem:
     return Problem(AccuracyUtility(np.concatenate([large, small[5:]])), 16, weights * 16 / weights.sum())
 
 
+def test_the_class_relaxation_certifies_large_workers_at_once():
+    """Since the class relaxation gives each of the large workers a class of its own, the
+    starting pool and its prices certify this instance before any iteration."""
+    result = optimum(large_workers_that_fit_one_at_a_time(), time_limit=300)
+    assert result.status == "optimal" and result.iterations == 0
+    assert result.value >= (1 - 1e-6) * result.upper_bound
+
+
 def test_trades_certify_what_the_degenerate_master_crept_towards(monkeypatch):
+    # the trades are what is left where the class relaxation is not solved (over its size
+    # cap, or out of time): without it this instance needs the iterations
+    monkeypatch.setattr(balanced_module, "class_relaxation", lambda *args, **kwargs: None)
     problem = large_workers_that_fit_one_at_a_time()
     traded = optimum(problem, time_limit=300)
     assert traded.status == "optimal"

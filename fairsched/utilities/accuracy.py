@@ -72,6 +72,10 @@ class AccuracyUtility(SetFunction):
         """``g(s) = (1 − a) − b·s^c`` of total sizes ``s > 0``: ``f(S) = g(L(S))`` for ``S ≠ ∅``."""
         return (1.0 - self.a) - self.b * np.power(total, self.c)
 
+    def slope(self, total: np.ndarray | float) -> np.ndarray | float:
+        """``g'(s) = −b·c·s^(c − 1)``, positive and decreasing: ``g`` is concave increasing."""
+        return -self.b * self.c * np.power(total, self.c - 1.0)
+
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)
         total = masks @ self.sizes

@@ -127,7 +127,7 @@ class AccuracyPricing(PricingOracle):
         return self.utility.curve(s)
 
     def dg(self, s: np.ndarray | float) -> np.ndarray | float:
-        return -self.b * self.c * np.power(s, self.c - 1.0)
+        return self.utility.slope(s)
 
     def _argmax_s(self, eta: float, lo: float, hi: float) -> float:
         """The ``s`` in ``[lo, hi]`` maximising ``g(s) − ηs`` (``g'(s) = η``, clipped)."""

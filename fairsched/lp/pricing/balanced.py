@@ -62,11 +62,12 @@ steps is sampled systematically
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fairsched.lp.pricing.accuracy import AccuracyPricing
+from fairsched.lp.pricing.class_relaxation import class_relaxation
 from fairsched.lp.pricing.initial import Priority, StartingPool, column_values, starting_point, systematic_columns
 from fairsched.solvers.colgen import merge_duplicates, relative_gap
 from fairsched.solvers.columns import Columns
@@ -260,15 +261,28 @@ class Classes:
     """Marginals split by the workers too large for the common level (module docstring, *Classes*).
 
     ``giants[i]`` is in every set of class ``i``, whose marginals are ``fills[i]`` (the giant
-    at 1, the smallest workers filling the other ``k − 1`` places) and whose weight is its
-    ``x``; the sets without a giant have marginals ``rest``, weight ``1 − Σ x_giants`` and
-    mean size ``level``.  ``Σ_i x_{g_i}·fills[i] + (1 − Σ x_giants)·rest = x``.
+    at 1, the smallest workers filling the other ``k − 1`` places) and whose weight is
+    ``shares[i]``; the sets without a giant have marginals ``rest``, weight ``1 − Σ shares``
+    and mean size ``level``.  From :func:`level_classes`, ``shares`` is the giants' ``x`` and
+    ``Σ_i shares[i]·fills[i] + (1 − Σ shares)·rest = x``; from the class relaxation
+    (:func:`~fairsched.lp.pricing.class_relaxation.class_relaxation`) the marginals meet the
+    floors and ``prices`` certify the bound.
     """
 
     giants: np.ndarray
     fills: np.ndarray
     rest: np.ndarray
     level: float
+    #: the classes' weights (``x`` of the giants, or the class relaxation's)
+    shares: np.ndarray
+    #: prices for the bound from the class relaxations, to try in order (none: :func:`level_duals`)
+    prices: tuple[np.ndarray, ...] = ()
+    #: how many of ``giants`` come first and do not fit alone (the others are only large)
+    beyond: int | None = None
+
+    def any_giant(self) -> bool:
+        """Whether some class worker does not fit alone (else they are only too large in pairs)."""
+        return self.giants.size > 0 if self.beyond is None else self.beyond > 0
 
 
 def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
@@ -320,7 +334,7 @@ def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
         return None  # no fixed point within the rounds
     if not giants.size:
         return None
-    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level)
+    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level, x[giants].copy())
 
 
 def level_duals(pricing: AccuracyPricing, r: np.ndarray, classes: Classes) -> np.ndarray:
@@ -349,6 +363,40 @@ def level_duals(pricing: AccuracyPricing, r: np.ndarray, classes: Classes) -> np
     return lam
 
 
+def _relaxed(utility: AccuracyUtility, k: int, r: np.ndarray, x: np.ndarray, classes: Classes | None,
+             workers: np.ndarray, deadline: float | None) -> Classes | None:
+    """Classes for ``workers`` (the giants of ``classes`` first) with the class relaxation's
+    fills, weights and prices; None if HiGHS does not solve it in time or the workers' ``x``
+    sum to 1 or more."""
+    L = utility.sizes
+    if workers.size > MAX_GIANTS or float(x[workers].sum()) >= 1.0 - 1e-9:
+        return None
+    giants = 0 if classes is None else classes.giants.size
+    level = float(L @ (x if classes is None else classes.rest))
+    starts = np.concatenate([[] if classes is None else classes.fills @ L, np.full(workers.size - giants, level),
+                             [level]])
+    relaxed = class_relaxation(utility, k, r, workers, x[workers], starts, deadline=deadline)
+    if relaxed is None:
+        return None
+    return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights,
+                   (relaxed.prices,), giants)
+
+
+def _decomposed(utility: AccuracyUtility, k: int, x: np.ndarray, classes: Classes | None,
+                deadline: float | None) -> StartingPool:
+    """The balanced decomposition of ``x``, or of each class's marginals at its weight."""
+    if classes is None:
+        parts = [(x, 1.0)]
+    else:
+        parts = [(fill, float(share)) for share, fill in zip(classes.shares, classes.fills) if share > 0]
+        parts.append((classes.rest, 1.0 - float(classes.shares.sum())))
+    decomposed = [balanced_columns(utility.sizes, marginals, k, deadline=deadline) for marginals, _ in parts]
+    # no set is in two classes (each class's sets hold its worker, the rest's hold none)
+    columns = Columns.concatenate([c for c, _ in decomposed], utility.n)
+    weights = np.concatenate([w * share for (_, w), (_, share) in zip(decomposed, parts)])
+    return StartingPool(columns, column_values(utility, columns), weights / weights.sum())
+
+
 def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: float | None = None,
                   gap: float = 0.0, caps: np.ndarray | None = None, deadline: float | None = None,
                   priority: Priority | None = None) -> tuple[StartingPool | None, Classes | None]:
@@ -360,22 +408,36 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     of ``gap`` the decomposition ran on lognormal sizes at ``n = 10,000`` whose sample was
     already certified at 7.9e-7, and took 4.9 s against 0.6 s.)
 
-    The pool's marginals are ``x``, so it meets ``r`` (and ``caps``) as the systematic sample
-    does.
+    Without caps, where some workers do not fit or are *large* (:func:`_large`), the class
+    relaxation (:mod:`~fairsched.lp.pricing.class_relaxation`) is solved twice: over the
+    giants' classes, and over classes for the giants and the large workers together.  The
+    pool holds the decompositions of all of these (and of the greedy classes), weighted as
+    the best of them: the first relaxation's fills reach the optimum where the large workers
+    fit the rest class's decomposition, the second's where they do not; the returned classes
+    are the second's, whose prices certify the bound on both kinds (``bench_balanced.py``).
+
+    Every decomposition's marginals meet ``r`` (and ``caps``): ``x`` does, and so do the
+    relaxation's.
     """
     _, x, _ = starting_point(utility, k, r, caps, priority)
     bound = jensen_bound(utility, x)
     if beat is not None and relative_gap(beat, bound) <= gap:
         return None, None
     classes = level_classes(utility.sizes, x, k)
-    if classes is None:
-        parts = [(x, 1.0)]
-    else:
-        parts = [(fill, float(x[g])) for g, fill in zip(classes.giants, classes.fills)]
-        parts.append((classes.rest, 1.0 - float(x[classes.giants].sum())))
-    decomposed = [balanced_columns(utility.sizes, marginals, k, deadline=deadline) for marginals, _ in parts]
-    # no set is in two classes (each giant's sets hold it, the rest's hold none): nothing to merge
-    columns = Columns.concatenate([c for c, _ in decomposed], utility.n)
-    weights = np.concatenate([w * share for (_, w), (_, share) in zip(decomposed, parts)])
-    pool = StartingPool(columns, column_values(utility, columns), weights / weights.sum())
-    return pool, classes
+    variants = [classes]
+    if caps is None:
+        giants = np.zeros(0, dtype=np.int64) if classes is None else classes.giants
+        # where every worker fits alone, those too large to share a set get classes of their own
+        workers = giants if giants.size else np.flatnonzero(_large(utility.sizes, x, k))
+        relaxed = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
+        if relaxed is not None:
+            variants.append(relaxed)
+    pools = [_decomposed(utility, k, x, variant, deadline) for variant in variants]
+    best = max(range(len(pools)), key=lambda i: pools[i].value())
+    columns = Columns.concatenate([pool.columns for pool in pools], utility.n)
+    weights = np.concatenate([pool.probabilities * (i == best) for i, pool in enumerate(pools)])
+    columns, weights, _ = merge_duplicates(columns, weights, weights)
+    relaxed = [variant for variant in variants[1:] if variant is not None]
+    if relaxed:
+        classes = replace(relaxed[-1], prices=tuple(variant.prices[0] for variant in relaxed))
+    return StartingPool(columns, column_values(utility, columns), weights / weights.sum()), classes
