@@ -8,6 +8,8 @@ with its default settings)::
     python benchmarks/bench_balanced.py --workers 10000 --seeds 0
     python benchmarks/bench_balanced.py --no-baseline        # only the new start
     python benchmarks/bench_balanced.py --k 50 --write DIR    # write the instances as files
+    python benchmarks/bench_balanced.py --no-baseline --relaxation-baseline  # with and without
+                                                             # the class relaxation
 
 Instances (drawn here, not by the project's generators; nothing was tuned on them): the
 accuracy utility ``f(S) = 0.95 − 0.5·L(S)^−0.2`` of Li, Liu and Ji, "Federated Learning with
@@ -36,6 +38,7 @@ import numpy as np
 
 from fairsched.instances import problem_to_table, save_instance
 from fairsched.lp import solve
+from fairsched.lp.pricing import balanced
 from fairsched.lp.pricing.initial import starting_point
 from fairsched.problem import Problem
 from fairsched.utilities import AccuracyUtility
@@ -82,19 +85,25 @@ def run(problem: Problem, balanced: bool, time_limit: float | None) -> str:
     return solve_with(problem, time_limit, {} if balanced else {"balanced_pool": lambda *args, **kwargs: (None, None)})
 
 
-def solve_with(problem: Problem, time_limit: float | None, stubs: dict[str, Any]) -> str:
-    """``fairsched.lp.solve.optimum`` with its defaults, the module's names in ``stubs``
+def without_relaxation(problem: Problem, time_limit: float | None) -> str:
+    """The solve as before the class relaxation: its LP stubbed to "not solved", so the greedy
+    classes and their prices stand."""
+    return solve_with(problem, time_limit, {"class_relaxation": lambda *args, **kwargs: None}, balanced)
+
+
+def solve_with(problem: Problem, time_limit: float | None, stubs: dict[str, Any], module: Any = solve) -> str:
+    """``fairsched.lp.solve.optimum`` with its defaults, ``module``'s names in ``stubs``
     replaced for the call: status, certified relative gap, seconds and iterations."""
-    originals = {name: getattr(solve, name) for name in stubs}
+    originals = {name: getattr(module, name) for name in stubs}
     for name, stub in stubs.items():
-        setattr(solve, name, stub)
+        setattr(module, name, stub)
     try:
         start = time.perf_counter()
         result = solve.optimum(problem, time_limit=time_limit)
         seconds = time.perf_counter() - start
     finally:
         for name, original in originals.items():
-            setattr(solve, name, original)
+            setattr(module, name, original)
     return f"{result.status} {result.relative_gap:.2e} in {seconds:.2f} s ({result.iterations} it.)"
 
 
@@ -106,6 +115,8 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--time-limit", type=float, default=None)
     parser.add_argument("--no-baseline", action="store_true", help="skip the run without the balanced start")
+    parser.add_argument("--relaxation-baseline", action="store_true",
+                        help="also run each instance without the class relaxation (its LP stubbed)")
     parser.add_argument("--write", metavar="DIR", help="write each instance to DIR (for `fairsched run`) "
                         "instead of solving it")
     args = parser.parse_args()
@@ -123,6 +134,8 @@ def main() -> None:
                 continue
             line = f"{case} n={args.workers} k={args.k} seed={seed} fits={fits(problem)}: "
             line += "balanced " + run(problem, True, args.time_limit)
+            if args.relaxation_baseline:
+                line += "; without the class relaxation " + without_relaxation(problem, args.time_limit)
             if not args.no_baseline:
                 line += "; without " + run(problem, False, args.time_limit)
             print(line, flush=True)
