@@ -344,18 +344,18 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         balanced, classes = balanced_pool(problem.utility, problem.k, r, beat=pool.value(), gap=gap,
                                           caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
         pool = better_start(pool, balanced)
-        if classes is not None:  # some workers do not fit: Jensen's bound is out of reach
-            class_prices = list(classes.prices) or [level_duals(oracle, r, classes)]
+        if classes is not None:  # some workers do not fit, or not in pairs: priced by their classes
+            class_prices = classes.prices if classes.prices is not None else level_duals(oracle, r, classes)
     # the master is degenerate where the floors pin the marginals: trades between its own
-    # sets lift it where priced columns do not.  Not with classes: sets holding a giant must
-    # stay above the others, and there the trades cost master time without lifting it
-    # (both measured in exchange's docstring)
+    # sets lift it where priced columns do not.  Not with giants: sets holding one must stay
+    # above the others, and there the trades cost master time without lifting it (both
+    # measured in exchange's docstring)
     trades = None
     if type(problem.utility) is AccuracyUtility and (classes is None or not classes.any_giant()):
         trades = _trades(problem.utility)
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
-        guesses.extend(class_prices)
+        guesses.append(class_prices)
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses, known_bounds=known,

@@ -62,7 +62,7 @@ steps is sampled systematically
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -275,8 +275,8 @@ class Classes:
     level: float
     #: the classes' weights (``x`` of the giants, or the class relaxation's)
     shares: np.ndarray
-    #: prices for the bound from the class relaxations, to try in order (none: :func:`level_duals`)
-    prices: tuple[np.ndarray, ...] = ()
+    #: prices for the bound from the class relaxation (None: :func:`level_duals`)
+    prices: np.ndarray | None = None
     #: how many of ``giants`` come first and do not fit alone (the others are only large)
     beyond: int | None = None
 
@@ -379,7 +379,7 @@ def _relaxed(utility: AccuracyUtility, k: int, r: np.ndarray, x: np.ndarray, cla
     if relaxed is None:
         return None
     return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights,
-                   (relaxed.prices,), giants)
+                   relaxed.prices, giants)
 
 
 def _decomposed(utility: AccuracyUtility, k: int, x: np.ndarray, classes: Classes | None,
@@ -408,13 +408,13 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     of ``gap`` the decomposition ran on lognormal sizes at ``n = 10,000`` whose sample was
     already certified at 7.9e-7, and took 4.9 s against 0.6 s.)
 
-    Without caps, where some workers do not fit or are *large* (:func:`_large`), the class
-    relaxation (:mod:`~fairsched.lp.pricing.class_relaxation`) is solved twice: over the
-    giants' classes, and over classes for the giants and the large workers together.  The
-    pool holds the decompositions of all of these (and of the greedy classes), weighted as
-    the best of them: the first relaxation's fills reach the optimum where the large workers
-    fit the rest class's decomposition, the second's where they do not; the returned classes
-    are the second's, whose prices certify the bound on both kinds (``bench_balanced.py``).
+    Without caps, where some workers do not fit (giants) or, where every worker fits, some
+    are too large to share a set (:func:`_large`), each such worker gets a class of the class
+    relaxation (:mod:`~fairsched.lp.pricing.class_relaxation`).  The pool holds the
+    decompositions of both the greedy classes (or of ``x``) and the relaxation's classes,
+    weighted as the better of the two, and the returned classes are the relaxation's, with its
+    prices: on Pareto draws with giants they certify what the greedy ones left at 3e-5
+    (``benchmarks/bench_balanced.py --relaxation-baseline``).
 
     Every decomposition's marginals meet ``r`` (and ``caps``): ``x`` does, and so do the
     relaxation's.
@@ -424,20 +424,17 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     if beat is not None and relative_gap(beat, bound) <= gap:
         return None, None
     classes = level_classes(utility.sizes, x, k)
-    variants = [classes]
+    relaxed = None
     if caps is None:
-        giants = np.zeros(0, dtype=np.int64) if classes is None else classes.giants
         # where every worker fits alone, those too large to share a set get classes of their own
-        workers = giants if giants.size else np.flatnonzero(_large(utility.sizes, x, k))
+        workers = classes.giants if classes is not None else np.flatnonzero(_large(utility.sizes, x, k))
         relaxed = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
-        if relaxed is not None:
-            variants.append(relaxed)
-    pools = [_decomposed(utility, k, x, variant, deadline) for variant in variants]
+    pools = [_decomposed(utility, k, x, classes, deadline)]
+    if relaxed is not None:
+        pools.append(_decomposed(utility, k, x, relaxed, deadline))
     best = max(range(len(pools)), key=lambda i: pools[i].value())
     columns = Columns.concatenate([pool.columns for pool in pools], utility.n)
     weights = np.concatenate([pool.probabilities * (i == best) for i, pool in enumerate(pools)])
     columns, weights, _ = merge_duplicates(columns, weights, weights)
-    relaxed = [variant for variant in variants[1:] if variant is not None]
-    if relaxed:
-        classes = replace(relaxed[-1], prices=tuple(variant.prices[0] for variant in relaxed))
-    return StartingPool(columns, column_values(utility, columns), weights / weights.sum()), classes
+    pool = StartingPool(columns, column_values(utility, columns), weights / weights.sum())
+    return pool, relaxed if relaxed is not None else classes
