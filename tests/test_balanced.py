@@ -209,15 +209,22 @@ def test_level_classes_split_the_marginals_exactly():
 def test_a_giant_is_certified_by_its_class_prices(seed):
     """A worker three times ``L·r``: Jensen's bound is out of reach (it overstates U_opt by
     about 2e-4); the classes' pool and prices meet within 1e-6 at once, where without them
-    column generation ended "tailing-off" at 1e-3 (``benchmarks/bench_balanced.py``)."""
+    column generation ended "tailing-off" at 1e-3 (``benchmarks/bench_balanced.py``); the
+    greedy classes' prices bound it too."""
     n, k = 1000, 100
     sizes, r = with_giant(n, k, seed)
     utility = AccuracyUtility(sizes)
     _, x, _ = starting_point(utility, k, r)
     pool, classes = balanced_pool(utility, k, r, gap=1e-6)
     pricing = AccuracyPricing(utility, k)
-    prices = level_duals(pricing, r, classes)
+    # the class relaxation's prices (tests/test_class_relaxation.py), and the greedy classes'
+    greedy = level_duals(pricing, r, level_classes(sizes, x, k))
+    prices = classes.prices
+    assert classes.giants[0] == 0 and prices is not None
     assert (prices >= 0).all() and prices[r == 0].max(initial=0) == 0
+    assert (greedy >= 0).all() and greedy[r == 0].max(initial=0) == 0
+    greedy_bound = pricing.price(greedy).upper_bound - greedy @ r
+    assert greedy_bound >= pool.value() - 1e-12
     priced = pricing.price(prices)
     assert priced.exact
     bound = priced.upper_bound - prices @ r

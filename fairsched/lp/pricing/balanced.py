@@ -279,6 +279,8 @@ class Classes:
     prices: np.ndarray | None = None
     #: how many of ``giants`` come first and do not fit alone (the others are only large)
     beyond: int | None = None
+    #: the class relaxation's value over its tangents (an upper bound on these classes' worth)
+    upper: float = float("inf")
 
     def any_giant(self) -> bool:
         """Whether some class worker does not fit alone (else they are only too large in pairs)."""
@@ -379,7 +381,7 @@ def _relaxed(utility: AccuracyUtility, k: int, r: np.ndarray, x: np.ndarray, cla
     if relaxed is None:
         return None
     return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights,
-                   relaxed.prices, giants)
+                   relaxed.prices, giants, relaxed.upper)
 
 
 def _decomposed(utility: AccuracyUtility, k: int, x: np.ndarray, classes: Classes | None,
@@ -408,13 +410,15 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     of ``gap`` the decomposition ran on lognormal sizes at ``n = 10,000`` whose sample was
     already certified at 7.9e-7, and took 4.9 s against 0.6 s.)
 
-    Without caps, where some workers do not fit (giants) or, where every worker fits, some
-    are too large to share a set (:func:`_large`), each such worker gets a class of the class
-    relaxation (:mod:`~fairsched.lp.pricing.class_relaxation`).  The pool holds the
-    decompositions of both the greedy classes (or of ``x``) and the relaxation's classes,
-    weighted as the better of the two, and the returned classes are the relaxation's, with its
-    prices: on Pareto draws with giants they certify what the greedy ones left at 3e-5
-    (``benchmarks/bench_balanced.py --relaxation-baseline``).
+    Without caps, where some workers do not fit (giants) or are too large to share a set
+    with another (:func:`_large`), those workers get classes of the class relaxation
+    (:mod:`~fairsched.lp.pricing.class_relaxation`): first the giants together with the rest
+    class's large workers, then the giants alone, each decomposed until one is within
+    ``gap`` of the first relaxation's value; the decomposition of the greedy classes (or of
+    ``x``) is added where none is.  The pool holds them all, weighted as the best, and the
+    returned classes are the first relaxation's, with its prices: on Pareto draws with giants
+    they certify what the greedy ones left at 3e-5 (``benchmarks/bench_balanced.py
+    --relaxation-baseline``).
 
     Every decomposition's marginals meet ``r`` (and ``caps``): ``x`` does, and so do the
     relaxation's.
@@ -424,14 +428,28 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     if beat is not None and relative_gap(beat, bound) <= gap:
         return None, None
     classes = level_classes(utility.sizes, x, k)
-    relaxed = None
-    if caps is None:
-        # where every worker fits alone, those too large to share a set get classes of their own
-        workers = classes.giants if classes is not None else np.flatnonzero(_large(utility.sizes, x, k))
-        relaxed = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
-    pools = [_decomposed(utility, k, x, classes, deadline)]
-    if relaxed is not None:
-        pools.append(_decomposed(utility, k, x, relaxed, deadline))
+    L = utility.sizes
+    # class workers to try: the giants with the rest's large workers (those too large to
+    # share a set), then the giants alone; where every worker fits, the large ones
+    if classes is None:
+        tries = [np.flatnonzero(_large(L, x, k))]
+    else:
+        large = np.flatnonzero(_large(L, classes.rest, k))
+        tries = ([np.concatenate([classes.giants, large])] if large.size else []) + [classes.giants]
+    relaxed: Classes | None = None
+    pools: list[StartingPool] = []
+    for workers in tries if caps is None else []:
+        variant = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
+        if variant is None:
+            continue
+        relaxed = relaxed or variant  # the first solved has the most classes: its prices
+        pools.append(_decomposed(utility, k, x, variant, deadline))
+        if relative_gap(pools[-1].value(), relaxed.upper) <= gap:
+            break
+    # the greedy classes' decomposition (of the rest class, mostly: 8.8 s at n = 10,000) only
+    # where no relaxed one is already within the gap of the relaxation's value
+    if not pools or relative_gap(max(pool.value() for pool in pools), relaxed.upper) > gap:
+        pools.append(_decomposed(utility, k, x, classes, deadline))
     best = max(range(len(pools)), key=lambda i: pools[i].value())
     columns = Columns.concatenate([pool.columns for pool in pools], utility.n)
     weights = np.concatenate([pool.probabilities * (i == best) for i, pool in enumerate(pools)])
