@@ -106,7 +106,7 @@ def test_prices_certify_where_the_greedy_classes_do_not(k, giants):
     bound = priced.upper_bound - relaxation.prices @ r
     assert bound <= relaxation.upper * (1 + 1e-9)
     pool, found = balanced_pool(utility, k, r, gap=1e-9)
-    assert found is not None and found.prices is not None
+    assert found is not None and found.prices
     assert bound - pool.value() <= 1e-8 * bound
     if k == 50:  # the greedy fills and their prices stop 3e-5 apart
         greedy = pricing.price(level_duals(pricing, r, classes))

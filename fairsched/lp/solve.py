@@ -345,7 +345,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                                           caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
         pool = better_start(pool, balanced)
         if classes is not None:  # some workers do not fit, or not in pairs: priced by their classes
-            class_prices = classes.prices if classes.prices is not None else level_duals(oracle, r, classes)
+            class_prices = list(classes.prices) or [level_duals(oracle, r, classes)]
     # the master is degenerate where the floors pin the marginals: trades between its own
     # sets lift it where priced columns do not.  Not with giants: sets holding one must stay
     # above the others, and there the trades cost master time without lifting it (both
@@ -355,7 +355,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         trades = _trades(problem.utility)
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
-        guesses.append(class_prices)
+        guesses.extend(class_prices)
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses, known_bounds=known,

@@ -62,7 +62,7 @@ steps is sampled systematically
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -275,8 +275,8 @@ class Classes:
     level: float
     #: the classes' weights (``x`` of the giants, or the class relaxation's)
     shares: np.ndarray
-    #: prices for the bound from the class relaxation (None: :func:`level_duals`)
-    prices: np.ndarray | None = None
+    #: prices for the bound from the class relaxations, to price in turn (none: :func:`level_duals`)
+    prices: tuple[np.ndarray, ...] = ()
     #: how many of ``giants`` come first and do not fit alone (the others are only large)
     beyond: int | None = None
     #: the class relaxation's value over its tangents (an upper bound on these classes' worth)
@@ -381,7 +381,7 @@ def _relaxed(utility: AccuracyUtility, k: int, r: np.ndarray, x: np.ndarray, cla
     if relaxed is None:
         return None
     return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights,
-                   relaxed.prices, giants, relaxed.upper)
+                   (relaxed.prices,), giants, relaxed.upper)
 
 
 def _decomposed(utility: AccuracyUtility, k: int, x: np.ndarray, classes: Classes | None,
@@ -410,14 +410,17 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
     of ``gap`` the decomposition ran on lognormal sizes at ``n = 10,000`` whose sample was
     already certified at 7.9e-7, and took 4.9 s against 0.6 s.)
 
-    Without caps, where some workers do not fit (giants) or are too large to share a set
-    with another (:func:`_large`), those workers get classes of the class relaxation
-    (:mod:`~fairsched.lp.pricing.class_relaxation`): first the giants together with the rest
-    class's large workers, then the giants alone, each decomposed until one is within
-    ``gap`` of the first relaxation's value; the decomposition of the greedy classes (or of
-    ``x``) is added where none is.  The pool holds them all, weighted as the best, and the
-    returned classes are the first relaxation's, with its prices: on Pareto draws with giants
-    they certify what the greedy ones left at 3e-5 (``benchmarks/bench_balanced.py
+    Without caps, where some workers do not fit (giants) or, where all fit, some are too
+    large to share a set with another (:func:`_large`), those workers get classes of the
+    class relaxation (:mod:`~fairsched.lp.pricing.class_relaxation`).  Where its
+    decomposition is not within ``gap`` of its value, the giants and the rest class's large
+    workers get classes together (on ``bench_exchange.py``'s family that closed 1.5e-4 to
+    6e-9), and where still none is, the greedy classes (or ``x``) are decomposed too.  The
+    first relaxation's value is the reference: more classes forbid more sets, and on a
+    Pareto draw at ``n = 10,000`` the second's value was 1.4e-4 lower.  The pool holds every
+    decomposition, weighted as the best, and the returned classes are the first
+    relaxation's, with the prices of each in that order: on Pareto draws with giants they
+    certify what the greedy ones left at 3e-5 (``benchmarks/bench_balanced.py
     --relaxation-baseline``).
 
     Every decomposition's marginals meet ``r`` (and ``caps``): ``x`` does, and so do the
@@ -429,23 +432,25 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
         return None, None
     classes = level_classes(utility.sizes, x, k)
     L = utility.sizes
-    # class workers to try: the giants with the rest's large workers (those too large to
-    # share a set), then the giants alone; where every worker fits, the large ones
+    # class workers: the giants (where every worker fits, the large ones); then, if their
+    # decomposition is not within the gap, the giants with the rest's large workers too
     if classes is None:
         tries = [np.flatnonzero(_large(L, x, k))]
     else:
         large = np.flatnonzero(_large(L, classes.rest, k))
-        tries = ([np.concatenate([classes.giants, large])] if large.size else []) + [classes.giants]
+        tries = [classes.giants] + ([np.concatenate([classes.giants, large])] if large.size else [])
     relaxed: Classes | None = None
     pools: list[StartingPool] = []
     for workers in tries if caps is None else []:
+        if relaxed is not None and relative_gap(max(pool.value() for pool in pools), relaxed.upper) <= gap:
+            break
         variant = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
         if variant is None:
             continue
-        relaxed = relaxed or variant  # the first solved has the most classes: its prices
+        # the first one's value is the reference (more classes can exclude the optimum's sets);
+        # every solved one's prices are priced in turn
+        relaxed = variant if relaxed is None else replace(relaxed, prices=relaxed.prices + variant.prices)
         pools.append(_decomposed(utility, k, x, variant, deadline))
-        if relative_gap(pools[-1].value(), relaxed.upper) <= gap:
-            break
     # the greedy classes' decomposition (of the rest class, mostly: 8.8 s at n = 10,000) only
     # where no relaxed one is already within the gap of the relaxation's value
     if not pools or relative_gap(max(pool.value() for pool in pools), relaxed.upper) > gap:
