@@ -68,7 +68,7 @@ FILL_CANDIDATES = 2
 #: times the candidates are doubled when a class reaches their largest quarter
 WIDEN_ROUNDS = 3
 #: fill columns at most: at ``n = 10,000`` with 27 classes (157,071 columns) the first simplex
-#: solve took 16 s and the tangent rounds ended in a status HiGHS could not classify
+#: solve took 125 s
 MAX_COLUMNS = 60_000
 #: tangent rounds at most
 CUT_ROUNDS = 40
