@@ -46,7 +46,8 @@ class of its own (``balanced_pool``).
 Size: a giant's class may take only the ``FILL_CANDIDATES``-fold of its ``k − 1`` places from
 the smallest workers (doubled while a class uses the largest quarter of them; a worker whose
 floor the rest class cannot hold is always a candidate), the rest class every worker, so the
-LP has ``O(m²·k + n)`` columns; beyond ``MAX_COLUMNS`` it is not solved.  Measured
+LP has ``O(m²·k + n)`` columns; beyond ``MAX_COLUMNS`` it is not solved (so never beyond
+60,000 workers, where the greedy classes stand).  Measured
 (``benchmarks/bench_balanced.py``): 0.04–0.3 s at ``n = 1,000``, about 5 s at ``n = 10,000``
 with nine giants.
 """
