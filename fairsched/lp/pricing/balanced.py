@@ -441,8 +441,13 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
         tries = [classes.giants] + ([np.concatenate([classes.giants, large])] if large.size else [])
     relaxed: Classes | None = None
     pools: list[StartingPool] = []
+
+    def settled() -> bool:
+        """Whether a relaxed decomposition is within ``gap`` of the first relaxation's value."""
+        return relaxed is not None and relative_gap(max(pool.value() for pool in pools), relaxed.upper) <= gap
+
     for workers in tries if caps is None else []:
-        if relaxed is not None and relative_gap(max(pool.value() for pool in pools), relaxed.upper) <= gap:
+        if settled():
             break
         variant = _relaxed(utility, k, r, x, classes, workers, deadline) if workers.size else None
         if variant is None:
@@ -453,7 +458,7 @@ def balanced_pool(utility: AccuracyUtility, k: int, r: np.ndarray, *, beat: floa
         pools.append(_decomposed(utility, k, x, variant, deadline))
     # the greedy classes' decomposition (of the rest class, mostly: 8.8 s at n = 10,000) only
     # where no relaxed one is already within the gap of the relaxation's value
-    if not pools or relative_gap(max(pool.value() for pool in pools), relaxed.upper) > gap:
+    if not settled():
         pools.append(_decomposed(utility, k, x, classes, deadline))
     best = max(range(len(pools)), key=lambda i: pools[i].value())
     columns = Columns.concatenate([pool.columns for pool in pools], utility.n)

@@ -253,8 +253,8 @@ def _solve(utility: AccuracyUtility, k: int, r: np.ndarray, giants: np.ndarray, 
     prices = np.zeros(L.size)
     prices[others] = np.maximum(0.0, duals[floor_row:floor_row + o])
     prices[giants] = np.maximum(0.0, duals[giant_row:giant_row + m])
-    fills = [solution[lay.span(cls)] / weights[cls] if weights[cls] > 0 else np.zeros(lay.span(cls).stop
-             - lay.span(cls).start) for cls in classes]
+    fills = [solution[lay.span(cls)] / weights[cls] if weights[cls] > 0 else np.zeros_like(solution[lay.span(cls)])
+             for cls in classes]
     _tie(prices, others, fills[m], L)
     fill_rows = np.zeros((m, L.size))
     for i in range(m):
