@@ -34,10 +34,7 @@ smallest workers) do not:
 
 Sets with two giants are not a class here (``level_classes`` makes classes only while the
 giants' marginals sum to less than 1); the prices stay valid whatever the optimum's shape,
-because the bound is always recomputed by the exact pricing.  The duals of the workers
-strictly inside the rest class, tied in theory, are made exact ties (``_tie``): at the LP's
-near-ties (1e-14) the accuracy pricing's branch and bound ran out of its budget with a bound
-2.7e-3 loose.
+because the bound is always recomputed by the exact pricing.
 
 The same relaxation serves workers that fit alone but no two of which fit one set at the
 level (:func:`~fairsched.lp.pricing.balanced._large`), where there is no giant: each gets a
@@ -255,7 +252,6 @@ def _solve(utility: AccuracyUtility, k: int, r: np.ndarray, giants: np.ndarray, 
     prices[giants] = np.maximum(0.0, duals[giant_row:giant_row + m])
     fills = [solution[lay.span(cls)] / weights[cls] if weights[cls] > 0 else np.zeros_like(solution[lay.span(cls)])
              for cls in classes]
-    _tie(prices, others, fills[m], L)
     fill_rows = np.zeros((m, L.size))
     for i in range(m):
         fill_rows[i, candidates] = np.clip(fills[i], 0.0, 1.0)
@@ -264,21 +260,3 @@ def _solve(utility: AccuracyUtility, k: int, r: np.ndarray, giants: np.ndarray, 
     rest[others] = np.clip(fills[m], 0.0, 1.0)
     return ClassRelaxation(giants, weights[:m].copy(), fill_rows, rest, float(worth.sum()), float(epigraph.sum()),
                            prices)
-
-
-def _tie(prices: np.ndarray, others: np.ndarray, rest: np.ndarray, L: np.ndarray) -> None:
-    """Make the ties of the rest class exact, in place.
-
-    By complementary slackness every worker strictly inside the rest class
-    (``0 < y_{∅,u} < 1``) has ``λ_u + η·L_u = τ``, with ``η`` the slope of the tangents
-    active at the class's level.  The LP's duals meet that to about 1e-14, and at such
-    near-ties the accuracy pricing's branch and bound ran out of budget (``n = 1,000``,
-    ``k = 100``, one giant: a bound 2.7e-3 loose after 2.1 s), where the exact ties of
-    ``λ_u = τ − η·L_u``, the line fitted to the duals by least squares, are priced in 0.2 s.
-    """
-    inside = (rest > 1e-9) & (rest < 1.0 - 1e-9)
-    workers = others[inside]
-    if workers.size < 2 or np.ptp(L[workers]) <= 0:
-        return
-    slope, intercept = np.polyfit(L[workers], prices[workers], 1)
-    prices[workers] = np.maximum(0.0, intercept + slope * L[workers])
