@@ -121,6 +121,9 @@ class AccuracyPricing(PricingOracle):
         #: a ``time.perf_counter()`` value: branch and bound stops there too (set by optimum)
         self.deadline: float | None = None
         self.enumerate_limit = enumerate_limit
+        #: bound both children when a node is split (:meth:`_child`); off only to measure
+        #: the search without it (``benchmarks/bench_near_ties.py``)
+        self.look_ahead = True
         self._masks: dict[tuple[int, int], np.ndarray] = {}
         self.stats = {"calls": 0, "enumerated": 0, "dp": 0, "nodes": 0, "inexact": 0, "free": 0}
 
@@ -386,7 +389,7 @@ class AccuracyPricing(PricingOracle):
             # Both children's bounds and top sets are in before either is explored: where a
             # child's bound ties the optimum (to round-off) but its top sets miss it, depth
             # first into it never closes, while its sibling's top set may be the optimum (the
-            # class relaxation's prices at n = 1,000, k = 100, 900 workers tied to 1e-16: 1,541
+            # class relaxation's prices at n = 1,000, k = 100, 900 workers tied to 1e-16: over 1,000
             # nodes and no certificate depth first, 1 node with the look-ahead).  The child
             # that agrees with the Lagrangian top-k set is explored first.
             stack.extend(children if inside else children[::-1])
@@ -399,7 +402,7 @@ class AccuracyPricing(PricingOracle):
                state: dict, pool: list[np.ndarray]) -> tuple[_Sub, np.ndarray, float, tuple[float, list] | None]:
         """A child node for the stack, with its Lagrangian bound computed and its top sets
         offered as incumbents (:meth:`_node` reuses the bound)."""
-        if sub.k == 0 or sub.k == sub.items.size:
+        if not self.look_ahead or sub.k == 0 or sub.k == sub.items.size:
             return sub, fixed_in, parent_bound, None
         known = self._lagrangian(sub, lam)
         for _, _, top in known[1][:3]:
