@@ -29,6 +29,10 @@ Instances (seeded; :mod:`fairsched.instances.generators`, costly floors ``Σ r =
   ``mixture-untuned`` (:func:`untuned_mixture`): the other kinds at their cases' sizes from
   data-generating processes nothing was tuned on (``benchmarks/README.md``, "Coverage,
   concave of modular and the mixture on data nothing was tuned on").
+- ``coverage-uniform``, ``concave-{sqrt,log1p}-uniform``: the plainest random instances of
+  those sizes (uniformly random covers; dense uniform features), where the exact pricing
+  itself is out of reach (``benchmarks/README.md``, "Plain random instances: where exact
+  pricing is out of reach"; ``benchmarks/bench_one_pricing.py``).
 
 The figures measured with this benchmark, each with its date, the commit it was compared
 against and the command, are in ``benchmarks/README.md``: the *Cross-device scale* table and
@@ -143,7 +147,10 @@ def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
       drawn by popularity; weights lognormal (σ = 0.5); floors uniform on ``[0, 1.6·k/n]``;
     - ``geometric``: elements and workers uniform in the unit square, each worker covering the
       elements within a radius uniform on ``[0.02, 0.1]`` (at least its nearest); weights uniform
-      on ``[0.5, 1.5]``; floors decreasing in the weight a worker covers, ``Σ r = 0.85·k``.
+      on ``[0.5, 1.5]``; floors decreasing in the weight a worker covers, ``Σ r = 0.85·k``;
+    - ``uniform``: each worker covers a uniformly random subset of the elements, of a size
+      uniform on ``[0.01, 0.03]·elements``; weights uniform on ``[0, 1]``; floors uniform on
+      ``[0, 1.6·k/n]`` (the plainest random set system).
     """
     rng = np.random.default_rng(seed)
     if family == "powerlaw":
@@ -162,6 +169,11 @@ def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
             distance = np.sqrt(((where_elements - w) ** 2).sum(axis=1))
             covers.append(np.union1d(np.flatnonzero(distance <= rho), [int(distance.argmin())]))
         floors = untuned_floors(rng, n, k, np.array([weights[c].sum() for c in covers]))
+    elif family == "uniform":
+        sizes = rng.integers(elements // 100, 3 * elements // 100 + 1, n)
+        covers = [np.sort(rng.choice(elements, size=size, replace=False)) for size in sizes]
+        weights = rng.uniform(0.0, 1.0, elements)
+        floors = untuned_floors(rng, n, k)
     else:
         raise ValueError(f"unknown coverage family {family!r}")
     return untuned_table(f"coverage-{family}-n{n}-k{k}-s{seed}", k, floors,
@@ -177,7 +189,9 @@ def untuned_concave(family: str, concave: str, seed: int = 0, n: int = 100, k: i
     - ``sparse``: each worker has 5 nonzero features, lognormal (σ = 1); floors uniform on
       ``[0, 1.6·k/n]``;
     - ``quality``: worker quality ``q_u`` lognormal (σ = 0.7), features ``q_u·Gamma(0.5)``;
-      floors decreasing in quality, ``Σ r = 0.85·k``.
+      floors decreasing in quality, ``Σ r = 0.85·k``;
+    - ``uniform``: every feature uniform on ``[0, 1]`` (dense); floors uniform on
+      ``[0, 1.6·k/n]``.
     """
     rng = np.random.default_rng(seed)
     if family == "sparse":
@@ -189,6 +203,9 @@ def untuned_concave(family: str, concave: str, seed: int = 0, n: int = 100, k: i
         quality = rng.lognormal(0.0, 0.7, n)
         values = rng.gamma(0.5, 1.0, (features, n)) * quality
         floors = untuned_floors(rng, n, k, quality)
+    elif family == "uniform":
+        values = rng.uniform(0.0, 1.0, (features, n))
+        floors = untuned_floors(rng, n, k)
     else:
         raise ValueError(f"unknown concave-of-modular family {family!r}")
     return untuned_table(f"concave-{concave}-{family}-n{n}-k{k}-s{seed}", k, floors,
@@ -224,6 +241,9 @@ CASES = {
     "concave-sqrt-quality": lambda seed=0: untuned_concave("quality", "sqrt", seed),
     "concave-log1p-sparse": lambda seed=0: untuned_concave("sparse", "log1p", seed),
     "concave-log1p-quality": lambda seed=0: untuned_concave("quality", "log1p", seed),
+    "coverage-uniform": lambda seed=0: untuned_coverage("uniform", seed),
+    "concave-sqrt-uniform": lambda seed=0: untuned_concave("uniform", "sqrt", seed),
+    "concave-log1p-uniform": lambda seed=0: untuned_concave("uniform", "log1p", seed),
     "mixture-untuned": untuned_mixture,
 }
 
