@@ -100,10 +100,10 @@ def test_prices_certify_where_the_greedy_classes_do_not(k, giants):
     check_marginals(relaxation, utility.n, k, r)
     pricing = AccuracyPricing(utility, k)
     priced = pricing.price(relaxation.prices)
-    # k = 100: the LP's duals tie 900 workers to round-off, and a child of the branch and bound
-    # has a bound equal to the optimum (to round-off) that its top sets miss; without the look-ahead
-    # at both children (AccuracyPricing._child) the search went depth first into it and ran
-    # out of its budget, its bound 2.3e-3 above the maximum (2.7e-3 of U_opt)
+    # k = 100: the LP's duals tie 900 workers to round-off, and a child of the branch and
+    # bound has a bound equal to the optimum (to round-off) that its top sets miss; without
+    # the look-ahead at both children (AccuracyPricing._child) the search went depth first
+    # into it and ran out of its budget, its bound 2.3e-3 above the maximum
     assert priced.exact
     bound = priced.upper_bound - relaxation.prices @ r
     assert bound <= relaxation.upper * (1 + 1e-9)

@@ -269,6 +269,31 @@ def test_accuracy_pricing_paths_are_exercised():
     assert used["dp"] > 0 and used["branched"] > 0
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_accuracy_pricing_is_exact_at_prices_tied_on_a_line(seed):
+    """Prices ``λ_u = η·(τ − L_u)`` tie every worker at slope ``η = g'(s)`` for a size ``s``
+    between the smallest and largest ``k``-set's (the class relaxation's duals have this
+    shape), exactly or broken by round-off (1e-15), with a size outlier that the branch and
+    bound splits on first: the best set is a subset sum nearest ``s``, found by branching in
+    most cases, and it is the brute-force maximum."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 15))
+    k = int(rng.integers(2, n - 1))
+    sizes = rng.uniform(50, 1000, n)
+    sizes[0] *= 20.0
+    utility = AccuracyUtility(sizes, c=-rng.uniform(0.1, 1.0))
+    ordered = np.sort(sizes)
+    eta = float(utility.slope(rng.uniform(ordered[:k].sum(), ordered[-k:].sum())))
+    lam = eta * (sizes.max() - sizes)
+    if seed % 2:
+        lam *= 1 + rng.uniform(-1e-15, 1e-15, n)
+    result = AccuracyPricing(utility, k, enumerate_limit=0)(lam)
+    truth = brute_force_max(utility, k, lam)
+    assert result.exact
+    assert float(result.values[0] + result.columns[0] @ lam) == pytest.approx(truth, rel=1e-12, abs=1e-12)
+    assert result.upper_bound >= truth - 1e-14
+
+
 def test_accuracy_relaxation_duals_reach_jensens_bound():
     rng = np.random.default_rng(0)
     n, k = 40, 10

@@ -388,10 +388,10 @@ class AccuracyPricing(PricingOracle):
                 children.append(self._child(child, grown, bound, lam, state, pool))
             # Both children's bounds and top sets are in before either is explored: where a
             # child's bound ties the optimum (to round-off) but its top sets miss it, depth
-            # first into it never closes, while its sibling's top set may be the optimum (the
-            # class relaxation's prices at n = 1,000, k = 100, 900 workers tied to 1e-16: over 1,000
-            # nodes and no certificate depth first, 1 node with the look-ahead).  The child
-            # that agrees with the Lagrangian top-k set is explored first.
+            # first into it never closes, while its sibling's top set may be the optimum
+            # (the class relaxation's prices at n = 1,000, k = 100, 900 workers tied to
+            # 1e-16: over 1,000 nodes and no certificate depth first, 1 node with the
+            # look-ahead).  The child that agrees with the Lagrangian top-k set goes first.
             stack.extend(children if inside else children[::-1])
         self.stats["nodes"] = max(self.stats["nodes"], nodes)
         best, mask = state["best"], state["mask"]
