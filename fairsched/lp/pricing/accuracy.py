@@ -429,10 +429,15 @@ class AccuracyPricing(PricingOracle):
             if sub.k == 0 or sub.k == sub.items.size:
                 offer(self._lift(sub, np.arange(sub.items.size) if sub.k else np.zeros(0, int), fixed_in))
                 return None
-            bound, trail = known if known is not None else self._lagrangian(sub, lam)
-            known = None
-            for _, _, top in trail[:3]:
-                offer(self._lift(sub, top, fixed_in))
+            if known is not None:
+                # computed by _child (its top sets offered then) or at the root by price (its
+                # top sets seeded the incumbent's local search): offering them again is moot
+                bound, trail = known
+                known = None
+            else:
+                bound, trail = self._lagrangian(sub, lam)
+                for _, _, top in trail[:3]:
+                    offer(self._lift(sub, top, fixed_in))
             best = state["best"]
             if _tight(best, bound):
                 return None
