@@ -39,11 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 
 from fairsched.lp.pricing import pricing_for  # noqa: E402
+from fairsched.problem import Problem  # noqa: E402
 
 
-def duals(case: str, seed: int, at: str) -> tuple[np.ndarray, float | None]:
-    """``λ`` for ``--at`` and, for ``run:SECONDS``, that run's value (else None)."""
-    problem = bench_pricing.problem(case, seed)
+def duals(problem: Problem, case: str, seed: int, at: str) -> tuple[np.ndarray, float | None]:
+    """``λ`` for ``--at`` on ``problem`` (``case`` of the generators' ``seed``) and, for
+    ``run:SECONDS``, that run's value (else None)."""
     if at == "zero":
         return np.zeros(problem.n), None
     if at == "relaxation":
@@ -51,12 +52,7 @@ def duals(case: str, seed: int, at: str) -> tuple[np.ndarray, float | None]:
         return np.asarray(oracle.relaxation_duals(problem.r), dtype=float), None
     if at.startswith("run:"):
         seconds = float(at.split(":", 1)[1])
-        original = bench_pricing.problem
-        bench_pricing.problem = lambda *args, **kwargs: problem  # last_bound_call solves its case by name
-        try:
-            result, lam, _, began = bench_pricing.last_bound_call(case, seconds)
-        finally:
-            bench_pricing.problem = original
+        result, lam, _, began = bench_pricing.last_bound_call(case, seconds, seed)
         print(f"{case}/seed{seed}: a {seconds:.0f} s run ended {result.status} at gap {result.gap:.3e} "
               f"(value {result.value:.6f}); its last exact call for the bound began at {began:.1f} s", flush=True)
         return lam, float(result.value)
@@ -65,7 +61,7 @@ def duals(case: str, seed: int, at: str) -> tuple[np.ndarray, float | None]:
 
 def run(case: str, seed: int = 0, at: str = "zero", time_limit: float = 600.0) -> dict:
     problem = bench_pricing.problem(case, seed)
-    lam, value = duals(case, seed, at)
+    lam, value = duals(problem, case, seed, at)
     pricing = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
     pricing.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
     pricing.time_budget = time_limit

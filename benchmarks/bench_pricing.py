@@ -288,8 +288,9 @@ def without_tailing_off() -> Iterator[None]:
         solve_module.column_generation = original
 
 
-def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, float]:
-    """Column generation on ``case`` for ``seconds`` with the defaults: its result and, of its
+def last_bound_call(case: str, seconds: float, seed: int = 0) -> tuple[Any, np.ndarray, float, float]:
+    """Column generation on ``case`` (the generators' ``seed``) for ``seconds`` with the
+    defaults: its result and, of its
     last exact pricing call made for the bound (no target), the duals ``λ``, the master's
     value when the call began and when it began (seconds from the start)."""
     seen: dict[str, Any] = {"lower": float("nan")}
@@ -304,7 +305,7 @@ def last_bound_call(case: str, seconds: float) -> tuple[Any, np.ndarray, float, 
         seen["lower"] = lower
 
     with exact_calls_through(keep):
-        opt = fairsched.optimum(problem(case), gap=GAP, time_limit=seconds, progress=progress)
+        opt = fairsched.optimum(problem(case, seed), gap=GAP, time_limit=seconds, progress=progress)
     return opt, seen["lam"], float(seen["at"]), float(seen["t"])
 
 
