@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import (
+    _large,
     balanced_columns,
     balanced_pool,
     jensen_bound,
@@ -137,6 +138,30 @@ def test_pinned_heavy_tailed_floors_reach_jensen_bound(seed):
     result = optimum(Problem(utility, k, r))
     assert result.status == "optimal" and result.iterations == 0
     assert result.relative_gap <= 1e-6 and result.upper_bound <= bound + 1e-15
+
+
+def test_large_workers_take_the_smallest_fill_largest_first():
+    """Pareto sizes (index 1.2, scale 20) with six *large* workers (1,514 to 2,757 against a
+    level of 3,843: no two fit one set, each fits alone) and uniform floors summing to
+    ``k``: the largest of them needs the 49 smallest others, so the decomposition must fill
+    the large workers' sets from the largest down while the small workers' mass is all
+    there.  Taken in order of ``y`` the smaller ones used it up and the decomposition ended
+    1.1e-4 below Jensen's bound; largest first it reaches the bound to round-off."""
+    n, k = 1000, 50
+    rng = np.random.default_rng(1000)
+    sizes = (rng.pareto(1.2, n) + 1.0) * 20.0
+    r = rng.uniform(0.0, 1.0, n)
+    r *= k / r.sum()
+    utility = AccuracyUtility(sizes)
+    _, x, _ = starting_point(utility, k, r)
+    assert level_classes(sizes, x, k) is None  # every worker fits alone: no giant
+    large = np.flatnonzero(_large(sizes, x, k))
+    assert large.size == 6
+    # the largest one's sets are at the level only with nearly the smallest fill
+    assert sizes[large].max() + np.sort(sizes)[: k - 1].sum() > 0.95 * (sizes @ x)
+    totals, probabilities = marginals_of(sizes, x, k)
+    bound = jensen_bound(utility, x)
+    assert bound - probabilities @ utility.curve(totals) < 1e-9 * bound
 
 
 def test_nothing_to_win_returns_none():
