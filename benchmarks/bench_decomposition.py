@@ -1,0 +1,56 @@
+"""Benchmark: the balanced decomposition of one class of a heavy-tailed accuracy draw.
+
+Run as a plain script (one line per draw: seconds, sets, and how far the decomposition's
+value is below Jensen's bound ``g(L·y)`` of the class's marginals ``y``)::
+
+    python benchmarks/bench_decomposition.py                       # n = 100,000, k = 1,000
+    python benchmarks/bench_decomposition.py --workers 10000 --k 100 --cases pareto-equal --seeds 1
+    python benchmarks/bench_decomposition.py --work 200000000      # the work cap before 2026-12-04
+
+The draws are those of ``bench_balanced.py`` (Pareto sizes, floors summing to ``k``); the
+class is the one without a giant of :func:`fairsched.lp.pricing.balanced.level_classes`
+(``x`` itself where no worker is a giant), decomposed by
+:func:`fairsched.lp.pricing.balanced.balanced_columns` with no deadline.  To compare two
+versions of the package, run this file from each checkout in one command (``PYTHONPATH``
+pointing at the checkout), as ``benchmarks/README.md`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from bench_balanced import CASES, instance
+
+from fairsched.lp.pricing import balanced
+from fairsched.lp.pricing.initial import column_values, starting_point
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=100_000)
+    parser.add_argument("--k", type=int, default=1000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--cases", nargs="+", default=["pareto-sparse"], choices=CASES)
+    parser.add_argument("--work", type=int, default=balanced.BALANCE_WORK,
+                        help="steps times n at most (default: the package's BALANCE_WORK)")
+    args = parser.parse_args()
+    for case in args.cases:
+        for seed in args.seeds:
+            problem = instance(case, args.workers, args.k, seed)
+            utility, k = problem.utility, problem.k
+            _, x, _ = starting_point(utility, k, np.asarray(problem.r, dtype=float))
+            classes = balanced.level_classes(utility.sizes, x, k)
+            y = x if classes is None else classes.rest
+            start = time.perf_counter()
+            columns, probabilities = balanced.balanced_columns(utility.sizes, y, k, work=args.work)
+            seconds = time.perf_counter() - start
+            value = float(probabilities @ column_values(utility, columns))
+            bound = balanced.jensen_bound(utility, y)
+            print(f"{case} n={args.workers} k={k} seed={seed}: {seconds:.1f} s, {len(columns)} sets, "
+                  f"{(bound - value) / bound:.2e} below Jensen's bound", flush=True)
+
+
+if __name__ == "__main__":
+    main()
