@@ -288,6 +288,17 @@ def test_accuracy_submodularity_problem():
     assert not check_submodular(jumpy, trials=500)
 
 
+@pytest.mark.parametrize("a, b, c", [(0.05, 0.5, -0.2), (0.0, 2.0, -0.7), (0.1, 0.01, -1.5)])
+def test_accuracy_level_at_slope_inverts_the_slope_and_maximises_g_minus_eta_s(a, b, c):
+    f = AccuracyUtility([1.0, 2.0], a, b, c)
+    levels = np.array([1e-3, 0.7, 20.0, 1e4, 3e6])
+    np.testing.assert_allclose(f.level_at_slope(f.slope(levels)), levels, rtol=1e-12)
+    for eta in f.slope(levels[:4]):  # beyond, g − η·s is flat to round-off
+        s = f.level_at_slope(eta)
+        around = s * np.array([0.9, 0.99, 1.01, 1.1])
+        assert (f.curve(around) - eta * around < f.curve(s) - eta * s).all()
+
+
 def test_mixture_rejects_mismatched_n():
     with pytest.raises(InstanceError, match=r"components\[1\]"):
         Mixture([AccuracyUtility([1, 2]), AccuracyUtility([1, 2, 3])], [1, 1])

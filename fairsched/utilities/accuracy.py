@@ -76,6 +76,11 @@ class AccuracyUtility(SetFunction):
         """``g'(s) = −b·c·s^(c − 1)``, positive and decreasing: ``g`` is concave increasing."""
         return -self.b * self.c * np.power(total, self.c - 1.0)
 
+    def level_at_slope(self, eta: np.ndarray | float) -> np.ndarray | float:
+        """The total size where the slope is ``η > 0``: ``s = (η / (−b·c))^(1/(c − 1))``, the
+        inverse of :meth:`slope`, so the maximiser of ``g(s) − η·s`` over ``s > 0``."""
+        return np.power(np.asarray(eta, dtype=float) / (-self.b * self.c), 1.0 / (self.c - 1.0))
+
     def values(self, masks: np.ndarray) -> np.ndarray:
         masks = as_masks(masks, self.n)
         total = masks @ self.sizes

@@ -109,7 +109,6 @@ class AccuracyPricing(PricingOracle):
         super().__init__(utility.n, k, max_columns)
         self.utility = utility
         self.sizes = np.asarray(utility.sizes, dtype=float)
-        self.a, self.b, self.c = utility.a, utility.b, utility.c
         ordered = np.sort(self.sizes)
         self.s_lo, self.s_hi = float(ordered[:k].sum()), float(ordered[-k:].sum())
         integral = bool(np.all(self.sizes == np.round(self.sizes))) and self.s_hi < 2**52
@@ -138,7 +137,7 @@ class AccuracyPricing(PricingOracle):
         """The ``s`` in ``[lo, hi]`` maximising ``g(s) − ηs`` (``g'(s) = η``, clipped)."""
         if eta <= 0:
             return hi
-        return float(min(hi, max(lo, (eta / (-self.b * self.c)) ** (1.0 / (self.c - 1.0)))))
+        return float(min(hi, max(lo, self.utility.level_at_slope(eta))))
 
     def relaxation(self, r: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """The continuous relaxation ``max g(L·x), x >= r, Σx = k, x <= 1``: its optimum
@@ -217,8 +216,6 @@ class AccuracyPricing(PricingOracle):
         ordered = np.sort(L)
         lo_s = sub.base_size + float(ordered[:k].sum())
         hi_s = sub.base_size + float(ordered[-k:].sum())
-        power = 1.0 / (self.c - 1.0)
-        scale = -self.b * self.c
 
         def evaluate(etas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             w = etas[:, None] * L + lm
@@ -226,7 +223,7 @@ class AccuracyPricing(PricingOracle):
                 top = np.argpartition(-w, k - 1, axis=1)[:, :k]
             else:
                 top = np.broadcast_to(np.arange(L.size), (etas.size, L.size))
-            s = np.clip((etas / scale) ** power, lo_s, hi_s)
+            s = np.clip(self.utility.level_at_slope(etas), lo_s, hi_s)
             values = (self.g(s) - etas * s + etas * sub.base_size + sub.base_lam
                       + np.take_along_axis(w, top, axis=1).sum(axis=1))
             return values, L[top].sum(axis=1) + sub.base_size - s, top

@@ -25,9 +25,11 @@ because ``Σ y`` is an integer: the vertex is the mixture ``y_a·1_{A+a} + y_b·
    workers at 1 in ``y``, plus ``A``, the ``k' − 1`` fractional ones of largest ``y`` (so
    that the step below is long and takes much of the mass left; with the fractional ones
    of largest ``y``, the steps use up the mass at 1e-12 of Jensen's bound where keeping the
-   last step's ``A`` stopped at 3e-8), swapped one at a time until the remainder
+   last step's ``A`` stopped at 3e-8), changed until the remainder
    ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other fractional
-   workers' sizes, where consecutive sizes are close; then the pair ``L_b < R <= L_a`` of
+   workers' sizes, where consecutive sizes are close: far from it, by trading members of
+   extreme size for outsiders of the opposite extreme, many pairs at once; near it, by
+   single swaps of the pair that brings ``R`` nearest the middle size; then the pair ``L_b < R <= L_a`` of
    consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``.  *Large* workers, no
    two of whom fit in one set of size ``L·x``, enter ``A`` one at a time, the largest
    fractional one first, and are never swapped or paired: while their ``x`` sums to at most
@@ -351,16 +353,16 @@ class Classes:
     level: float
     #: the classes' weights (``x`` of the giants, or the class relaxation's)
     shares: np.ndarray
+    #: how many of ``giants`` come first and do not fit alone (the others are only large)
+    beyond: int
     #: prices for the bound from the class relaxations, to price in turn (none: :func:`level_duals`)
     prices: tuple[np.ndarray, ...] = ()
-    #: how many of ``giants`` come first and do not fit alone (the others are only large)
-    beyond: int | None = None
     #: the class relaxation's value over its tangents (an upper bound on these classes' worth)
     upper: float = float("inf")
 
     def any_giant(self) -> bool:
         """Whether some class worker does not fit alone (else they are only too large in pairs)."""
-        return self.giants.size > 0 if self.beyond is None else self.beyond > 0
+        return self.beyond > 0
 
 
 def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
@@ -412,7 +414,7 @@ def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
         return None  # no fixed point within the rounds
     if not giants.size:
         return None
-    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level, x[giants].copy())
+    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level, x[giants].copy(), giants.size)
 
 
 def level_duals(pricing: AccuracyPricing, r: np.ndarray, classes: Classes) -> np.ndarray:
@@ -456,8 +458,8 @@ def _relaxed(utility: AccuracyUtility, k: int, r: np.ndarray, x: np.ndarray, cla
     relaxed = class_relaxation(utility, k, r, workers, x[workers], starts, deadline=deadline)
     if relaxed is None:
         return None
-    return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights,
-                   (relaxed.prices,), giants, relaxed.upper)
+    return Classes(workers, relaxed.fills, relaxed.rest, float(L @ relaxed.rest), relaxed.weights, giants,
+                   (relaxed.prices,), relaxed.upper)
 
 
 def _decomposed(utility: AccuracyUtility, k: int, x: np.ndarray, classes: Classes | None,
