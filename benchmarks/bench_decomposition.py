@@ -6,11 +6,13 @@ value is below Jensen's bound ``g(L·y)`` of the class's marginals ``y``)::
     python benchmarks/bench_decomposition.py                       # n = 100,000, k = 1,000
     python benchmarks/bench_decomposition.py --workers 10000 --k 100 --cases pareto-equal --seeds 1
     python benchmarks/bench_decomposition.py --work 200000000      # the work cap before 2026-12-04
+    python benchmarks/bench_decomposition.py --deadline 150        # what a 300 s solve gives it
 
 The draws are those of ``bench_balanced.py`` (Pareto sizes, floors summing to ``k``); the
 class is the one without a giant of :func:`fairsched.lp.pricing.balanced.level_classes`
 (``x`` itself where no worker is a giant), decomposed by
-:func:`fairsched.lp.pricing.balanced.balanced_columns` with no deadline.  To compare two
+:func:`fairsched.lp.pricing.balanced.balanced_columns` (no deadline unless given; within
+``fairsched.lp.solve.optimum`` it must end by half the time limit).  To compare two
 versions of the package, run this file from each checkout in one command (``PYTHONPATH``
 pointing at the checkout), as ``benchmarks/README.md`` does.
 """
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=["pareto-sparse"], choices=CASES)
     parser.add_argument("--work", type=int, default=balanced.BALANCE_WORK,
                         help="steps times n at most (default: the package's BALANCE_WORK)")
+    parser.add_argument("--deadline", type=float, default=None, help="seconds the decomposition may take")
     args = parser.parse_args()
     for case in args.cases:
         for seed in args.seeds:
@@ -44,7 +47,8 @@ def main() -> None:
             classes = balanced.level_classes(utility.sizes, x, k)
             y = x if classes is None else classes.rest
             start = time.perf_counter()
-            columns, probabilities = balanced.balanced_columns(utility.sizes, y, k, work=args.work)
+            deadline = None if args.deadline is None else start + args.deadline
+            columns, probabilities = balanced.balanced_columns(utility.sizes, y, k, work=args.work, deadline=deadline)
             seconds = time.perf_counter() - start
             value = float(probabilities @ column_values(utility, columns))
             bound = balanced.jensen_bound(utility, y)
