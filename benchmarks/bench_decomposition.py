@@ -48,7 +48,8 @@ def main() -> None:
             y = x if classes is None else classes.rest
             start = time.perf_counter()
             deadline = None if args.deadline is None else start + args.deadline
-            columns, probabilities = balanced.balanced_columns(utility.sizes, y, k, work=args.work, deadline=deadline)
+            columns, probabilities = balanced.balanced_columns(utility.sizes, y, k, work=args.work,
+                                                               deadline=deadline)
             seconds = time.perf_counter() - start
             value = float(probabilities @ column_values(utility, columns))
             bound = balanced.jensen_bound(utility, y)

@@ -27,19 +27,20 @@ because ``Σ y`` is an integer: the vertex is the mixture ``y_a·1_{A+a} + y_b·
    of largest ``y``, the steps use up the mass at 1e-12 of Jensen's bound where keeping the
    last step's ``A`` stopped at 3e-8), changed until the remainder
    ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other fractional
-   workers' sizes, where consecutive sizes are close: far from it, by trading members of
+   workers' sizes, where consecutive sizes are close (far from it, by trading members of
    extreme size for outsiders of the opposite extreme, many pairs at once; near it, by
-   single swaps of the pair that brings ``R`` nearest the middle size; then the pair ``L_b < R <= L_a`` of
-   consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``.  *Large* workers, no
-   two of whom fit in one set of size ``L·x``, enter ``A`` one at a time, the largest
-   fractional one first, and are never swapped or paired: while their ``x`` sums to at most
-   1 no set then holds two of them.  Largest first because the largest needs the smallest
-   fill (``L·x − L_u`` over ``k − 1`` places) while all the small workers' mass is still
-   there; taken in order of ``y`` instead, the smaller large workers' sets used it up, no
-   pair straddled the remainder of the largest ones and the rest was sampled
-   systematically, 1.1e-4 below Jensen's bound on a Pareto draw at ``n = 1,000``, ``k = 50``
-   (1.0e-11 largest first; ``tests/test_balanced.py``) and 1.6e-4 in the rest class of a
-   draw at ``n = 10,000`` (``benchmarks/README.md``, *Large workers, largest first*);
+   single swaps of the pair that brings ``R`` nearest the middle size); then the pair
+   ``L_b < R <= L_a`` of consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``.
+   *Large* workers, no two of whom fit in one set of size ``L·x``, enter ``A`` one at a
+   time, the largest fractional one first, and are never swapped or paired: while their
+   ``x`` sums to at most 1 no set then holds two of them.  Largest first because the
+   largest needs the smallest fill (``L·x − L_u`` over ``k − 1`` places) while all the small
+   workers' mass is still there; taken in order of ``y`` instead, the smaller large
+   workers' sets used it up, no pair straddled the remainder of the largest ones and the
+   rest was sampled systematically, 1.1e-4 below Jensen's bound on a Pareto draw at
+   ``n = 1,000``, ``k = 50`` (1.0e-11 largest first; ``tests/test_balanced.py``) and 1.6e-4
+   in the rest class of a draw at ``n = 10,000`` (``benchmarks/README.md``, *Large workers,
+   largest first*);
 2. moves to ``y' = (y − θv)/(1 − θ)`` with the largest ``θ <= 1`` keeping ``y'`` in
    ``[0, 1]^n``: at least one more coordinate reaches 0 or 1, so there are at most ``n`` steps;
 3. gives the sets ``A + a`` and ``A + b`` the weights ``θ·v_a`` and ``θ·v_b`` of the mass left.
@@ -289,7 +290,7 @@ def _trades(L: np.ndarray, members: np.ndarray, outside: np.ndarray, low: bool, 
     after which ``R`` lies within the other sizes (the outsiders left and the members traded
     out), or once the next trade would not move ``R`` towards them, after at most ``places``.
     ``outside`` is sorted by size.  All counts are weighed at once (prefix sums): one trade at
-    a time, each re-sorting the outsiders, cost ``O(places·n)`` a step, which at
+    a time, each gathering the outsiders again, cost ``O(places·n)`` a step, which at
     ``n = 100,000``, ``k = 1,000`` held the decomposition for minutes.
     """
     out = members[np.argsort(-L[members] if low else L[members], kind="stable")]
@@ -414,7 +415,8 @@ def level_classes(sizes: np.ndarray, x: np.ndarray, k: int) -> Classes | None:
         return None  # no fixed point within the rounds
     if not giants.size:
         return None
-    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level, x[giants].copy(), giants.size)
+    return Classes(giants, np.minimum(fills, 1.0), np.minimum(rest, 1.0), level, x[giants].copy(),
+                   giants.size)
 
 
 def level_duals(pricing: AccuracyPricing, r: np.ndarray, classes: Classes) -> np.ndarray:
