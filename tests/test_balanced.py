@@ -7,6 +7,9 @@ random sizes and marginals, ``Σ r = k`` with zeros and ones included); Jensen's
 measured against is an upper bound on ``U_opt`` (enumeration); on pinned floors with
 heavy-tailed sizes it reaches that bound where the systematic sample does not, and column
 generation then certifies ``U_opt`` at once and still equals enumeration on small cases.
+The trades that fit a step's remainder (many pairs at once towards the band, the uneven
+ones where no pair straddles it) move it as far as they should and no further (property
+tests), and large workers are filled largest first.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from hypothesis import strategies as st
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import (
     _large,
+    _towards,
+    _trades,
     balanced_columns,
     balanced_pool,
     jensen_bound,
@@ -87,6 +92,65 @@ def test_marginals_are_exact_whatever_the_sizes_and_floors(n, data):
     assert abs(x.sum() - k) < 1e-9
     marginals_of(L, x, k)
     marginals_of(L, x, k, work=n)  # one step, then the systematic sample of the rest
+
+
+def _members_and_outsiders(data, sizes: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sizes ``L`` and a random split of the workers into members of ``A`` and outsiders,
+    the outsiders sorted by size (then index), as :func:`_vertex` keeps them."""
+    n = data.draw(st.integers(2, 40))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    L = {"ties": rng.integers(1, 4, n).astype(float), "spread": rng.uniform(1, 1000, n),
+         "pareto": (rng.pareto(1.0, n) + 1) * 10}[sizes]
+    inside = rng.random(n) < data.draw(st.floats(0.05, 0.95))
+    members = np.flatnonzero(inside)
+    outside = np.flatnonzero(~inside)
+    return L, members, outside[np.argsort(L[outside], kind="stable")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from(["ties", "spread", "pareto"]), st.floats(-3000, 3000))
+def test_bulk_trades_approach_the_target_without_passing_it(data, sizes, target):
+    L, members, outside = _members_and_outsiders(data, sizes)
+    remainder = float(data.draw(st.floats(-5000, 5000)))
+    out, into = _towards(L, members, outside, remainder, target)
+    assert out.size == into.size and np.isin(out, members).all() and np.isin(into, outside).all()
+    moved = remainder + float(L[out].sum() - L[into].sum())
+    low = remainder < target
+    assert (remainder <= moved <= target) if low else (target <= moved <= remainder)
+    # maximal: the next pair in the same order would pass the target or not move towards it
+    order = members[np.argsort(-L[members] if low else L[members], kind="stable")]
+    others = outside if low else outside[::-1]
+    if out.size < min(members.size, others.size):
+        step = L[order[out.size]] - L[others[out.size]]
+        assert (step <= 0 or moved + step > target) if low else (step >= 0 or moved + step < target)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from(["ties", "spread", "pareto"]), st.booleans())
+def test_uneven_trades_stop_once_the_remainder_is_among_the_other_sizes(data, sizes, low):
+    L, members, outside = _members_and_outsiders(data, sizes)
+    if not outside.size:
+        return
+    # a remainder outside the outsiders' sizes, on the side ``low`` says
+    gap = float(data.draw(st.floats(0.0, 5000.0)))
+    remainder = float(L[outside[0]]) - 1.0 - gap if low else float(L[outside[-1]]) + 1.0 + gap
+    places = data.draw(st.integers(1, members.size + 1))
+    out, into = _trades(L, members, outside, low, remainder, places)
+    assert out.size == into.size <= places
+    moved = remainder + float(L[out].sum() - L[into].sum())
+    others = np.concatenate([np.setdiff1d(outside, into), out])
+    within = L[others].min() <= moved <= L[others].max() if others.size else False
+    order = members[np.argsort(-L[members] if low else L[members], kind="stable")]
+    ends = outside if low else outside[::-1]
+    can_go_on = out.size < min(members.size, ends.size, places) and (
+        L[order[out.size]] > L[ends[out.size]] if low else L[order[out.size]] < L[ends[out.size]])
+    # it stops when the remainder is among the other sizes, or when no trade helps any more
+    assert within or not can_go_on
+    # and it does not go on once it is among them: one trade fewer was still outside
+    if out.size:
+        before = moved - float(L[out[-1]] - L[into[-1]])
+        others_before = np.concatenate([np.setdiff1d(outside, into[:-1]), out[:-1]])
+        assert not L[others_before].min() <= before <= L[others_before].max()
 
 
 def test_integral_marginals_give_their_one_set():
