@@ -7,7 +7,7 @@ never moves the two sizes apart (a property test); the pairs are the largest aga
 smallest sets, widest first; the hook sees a distribution that meets the floors; and on
 pinned floors with several large workers that fit one at a time, where the degenerate master
 crept for dozens of iterations, column generation with the trades certifies ``U_opt`` in a
-few (where the class relaxation does not already certify it at once), and columns that do not
+few (where the balanced start does not already certify it at once), and columns that do not
 lift the master stop being asked for.
 """
 
