@@ -7,10 +7,13 @@ value is below Jensen's bound ``g(L·y)`` of the class's marginals ``y``)::
     python benchmarks/bench_decomposition.py --workers 10000 --k 100 --cases pareto-equal --seeds 1
     python benchmarks/bench_decomposition.py --work 200000000      # the work cap before 2026-12-04
     python benchmarks/bench_decomposition.py --deadline 150        # what a 300 s solve gives it
+    python benchmarks/bench_decomposition.py --workers 10000 --k 100 --cases pareto-equal --seeds 1 --relaxed
 
 The draws are those of ``bench_balanced.py`` (Pareto sizes, floors summing to ``k``); the
 class is the one without a giant of :func:`fairsched.lp.pricing.balanced.level_classes`
-(``x`` itself where no worker is a giant), decomposed by
+(``x`` itself where no worker is a giant), or with ``--relaxed`` that of the giants' class
+relaxation (:mod:`fairsched.lp.pricing.class_relaxation`, solved first and not timed),
+decomposed by
 :func:`fairsched.lp.pricing.balanced.balanced_columns` (no deadline unless given; within
 ``fairsched.lp.solve.optimum`` it must end by half the time limit).  To compare two
 versions of the package, run this file from each checkout in one command (``PYTHONPATH``
@@ -38,6 +41,8 @@ def main() -> None:
     parser.add_argument("--work", type=int, default=balanced.BALANCE_WORK,
                         help="steps times n at most (default: the package's BALANCE_WORK)")
     parser.add_argument("--deadline", type=float, default=None, help="seconds the decomposition may take")
+    parser.add_argument("--relaxed", action="store_true",
+                        help="the rest class of the giants' class relaxation instead of the greedy classes'")
     args = parser.parse_args()
     for case in args.cases:
         for seed in args.seeds:
@@ -45,6 +50,12 @@ def main() -> None:
             utility, k = problem.utility, problem.k
             _, x, _ = starting_point(utility, k, np.asarray(problem.r, dtype=float))
             classes = balanced.level_classes(utility.sizes, x, k)
+            if classes is not None and args.relaxed:
+                classes = balanced._relaxed(utility, k, np.asarray(problem.r, dtype=float), x, classes,
+                                            classes.giants, None)
+                if classes is None:
+                    print(f"{case} n={args.workers} k={k} seed={seed}: the class relaxation is not solved")
+                    continue
             y = x if classes is None else classes.rest
             start = time.perf_counter()
             deadline = None if args.deadline is None else start + args.deadline
