@@ -402,9 +402,14 @@ class AccuracyPricing(PricingOracle):
         if not self.look_ahead or sub.k == 0 or sub.k == sub.items.size:
             return sub, fixed_in, parent_bound, None
         known = self._lagrangian(sub, lam)
-        for _, _, top in known[1][:3]:
-            self._offer(self._lift(sub, top, fixed_in), lam, state, pool)
+        self._offer_tops(sub, known[1], fixed_in, lam, state, pool)
         return sub, fixed_in, min(parent_bound, known[0]), known
+
+    def _offer_tops(self, sub: _Sub, trail: list, fixed_in: np.ndarray, lam: np.ndarray, state: dict,
+                    pool: list[np.ndarray]) -> None:
+        """Offer the top-``k`` sets of the best three slopes of a node's Lagrangian trail."""
+        for _, _, top in trail[:3]:
+            self._offer(self._lift(sub, top, fixed_in), lam, state, pool)
 
     def _offer(self, mask: np.ndarray, lam: np.ndarray, state: dict, pool: list[np.ndarray]) -> None:
         """Make ``mask`` the incumbent (and a column) if it beats the incumbent."""
@@ -433,8 +438,7 @@ class AccuracyPricing(PricingOracle):
                 known = None
             else:
                 bound, trail = self._lagrangian(sub, lam)
-                for _, _, top in trail[:3]:
-                    offer(self._lift(sub, top, fixed_in))
+                self._offer_tops(sub, trail, fixed_in, lam, state, pool)
             best = state["best"]
             if _tight(best, bound):
                 return None

@@ -208,17 +208,17 @@ def _vertex(L: np.ndarray, y: np.ndarray, free: np.ndarray, chosen: np.ndarray, 
         return outside, L[outside], total - float(L[chosen].sum())
 
     outside, spread, remainder = others()
-    middle = spread[spread.size // 2]
-    if not spread[int(BAND[0] * spread.size)] <= remainder <= spread[int(BAND[1] * spread.size)]:
+    if not _in_band(spread, remainder):
         # far from the band (A of largest y may hold the largest sizes): many pairs at once
-        traded_out, traded_in = _towards(L, np.flatnonzero(chosen & movable), outside, remainder, middle)
+        traded_out, traded_in = _towards(L, np.flatnonzero(chosen & movable), outside, remainder,
+                                         spread[spread.size // 2])
         if traded_out.size:
             chosen[traded_out], chosen[traded_in] = False, True
             outside, spread, remainder = others()
     members = np.flatnonzero(chosen & movable)
     swapped = False
     for _ in range(FIT_SWAPS):
-        if spread[int(BAND[0] * spread.size)] <= remainder <= spread[int(BAND[1] * spread.size)]:
+        if _in_band(spread, remainder):
             break
         if not members.size:
             break
@@ -258,6 +258,23 @@ def _vertex(L: np.ndarray, y: np.ndarray, free: np.ndarray, chosen: np.ndarray, 
     return a, b, (remainder - L[b]) / (L[a] - L[b])
 
 
+def _in_band(spread: np.ndarray, remainder: float) -> bool:
+    """Whether ``R`` lies between the :data:`BAND` quantiles of the sorted sizes ``spread``."""
+    return bool(spread[int(BAND[0] * spread.size)] <= remainder <= spread[int(BAND[1] * spread.size)])
+
+
+def _extreme_pairs(L: np.ndarray, members: np.ndarray, outside: np.ndarray, low: bool,
+                   limit: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The trades of :func:`_towards` and :func:`_trades` in their order: with ``low``, the
+    members by decreasing size against the outsiders by increasing size (``outside`` is sorted
+    by size), else the reverse.  Returns both orderings whole and how far the first
+    ``min(|members|, |outside|, limit)`` pairs each move ``R`` (``L_out − L_in``)."""
+    out = members[np.argsort(-L[members] if low else L[members], kind="stable")]
+    inside = outside if low else outside[::-1]
+    count = min(out.size, inside.size, out.size if limit is None else limit)
+    return out, inside, L[out[:count]] - L[inside[:count]]
+
+
 def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, remainder: float,
              target: float) -> tuple[np.ndarray, np.ndarray]:
     """The members to trade out and the outsiders to take in that bring the remainder ``R``
@@ -268,14 +285,11 @@ def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, remainder:
     ``n = 100,000``, ``k = 1,000``, whose ``A`` of largest ``y`` was 10^5 too large.
     """
     low = remainder < target
-    out = members[np.argsort(-L[members] if low else L[members], kind="stable")]
-    inside = outside if low else outside[::-1]
-    count = min(out.size, inside.size)
-    moves = L[out[:count]] - L[inside[:count]]
+    out, inside, moves = _extreme_pairs(L, members, outside, low)
     after = remainder + np.cumsum(moves)
     fine = (moves > 0) & (after <= target) if low else (moves < 0) & (after >= target)
     # the pairs are ordered by how far they move R: the useful ones are a prefix
-    stop = int(np.argmin(fine)) if not fine.all() else count
+    stop = int(np.argmin(fine)) if not fine.all() else moves.size
     return out[:stop], inside[:stop]
 
 
@@ -293,12 +307,10 @@ def _trades(L: np.ndarray, members: np.ndarray, outside: np.ndarray, low: bool, 
     a time, each gathering the outsiders again, cost ``O(places·n)`` a step, which at
     ``n = 100,000``, ``k = 1,000`` held the decomposition for minutes.
     """
-    out = members[np.argsort(-L[members] if low else L[members], kind="stable")]
-    inside = outside if low else outside[::-1]
-    count = min(out.size, inside.size, places)
+    out, inside, moves = _extreme_pairs(L, members, outside, low, places)
+    count = moves.size
     if count == 0:
         return out[:0], inside[:0]
-    moves = L[out[:count]] - L[inside[:count]]
     after = remainder + np.concatenate([[0.0], np.cumsum(moves)])  # R after i trades, i = 0..count
     i = np.arange(count + 1)
     beyond = np.inf if low else -np.inf
