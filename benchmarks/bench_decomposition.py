@@ -47,12 +47,11 @@ def main() -> None:
     for case in args.cases:
         for seed in args.seeds:
             problem = instance(case, args.workers, args.k, seed)
-            utility, k = problem.utility, problem.k
-            _, x, _ = starting_point(utility, k, np.asarray(problem.r, dtype=float))
+            utility, k, r = problem.utility, problem.k, np.asarray(problem.r, dtype=float)
+            _, x, _ = starting_point(utility, k, r)
             classes = balanced.level_classes(utility.sizes, x, k)
             if classes is not None and args.relaxed:
-                classes = balanced._relaxed(utility, k, np.asarray(problem.r, dtype=float), x, classes,
-                                            classes.giants, None)
+                classes = balanced._relaxed(utility, k, r, x, classes, classes.giants, None)
                 if classes is None:
                     print(f"{case} n={args.workers} k={k} seed={seed}: the class relaxation is not solved")
                     continue

@@ -31,6 +31,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,13 +43,13 @@ from fairsched.lp.pricing import pricing_for  # noqa: E402
 from fairsched.problem import Problem  # noqa: E402
 
 
-def duals(problem: Problem, case: str, seed: int, at: str) -> tuple[np.ndarray, float | None]:
-    """``λ`` for ``--at`` on ``problem`` (``case`` of the generators' ``seed``) and, for
-    ``run:SECONDS``, that run's value (else None)."""
+def duals(problem: Problem, case: str, seed: int, at: str, oracle: Any) -> tuple[np.ndarray, float | None]:
+    """``λ`` for ``--at`` on ``problem`` (``case`` of the generators' ``seed``; ``oracle`` its
+    pricing, whose relaxation gives ``relaxation``) and, for ``run:SECONDS``, that run's value
+    (else None)."""
     if at == "zero":
         return np.zeros(problem.n), None
     if at == "relaxation":
-        oracle = pricing_for(problem.utility, problem.k, "auto")
         return np.asarray(oracle.relaxation_duals(problem.r), dtype=float), None
     if at.startswith("run:"):
         seconds = float(at.split(":", 1)[1])
@@ -61,8 +62,8 @@ def duals(problem: Problem, case: str, seed: int, at: str) -> tuple[np.ndarray, 
 
 def run(case: str, seed: int = 0, at: str = "zero", time_limit: float = 600.0) -> dict:
     problem = bench_pricing.problem(case, seed)
-    lam, value = duals(problem, case, seed, at)
     pricing = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
+    lam, value = duals(problem, case, seed, at, pricing)
     pricing.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
     pricing.time_budget = time_limit
     started = time.perf_counter()
