@@ -45,7 +45,7 @@ repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [--no-tailing-off]
-                                       [CASE ...]
+                                       [--concave-backend auto|highs|scip] [CASE ...]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ import numpy as np
 import pytest
 
 import fairsched
+import fairsched.lp.pricing.concave as concave
 import fairsched.lp.pricing.milp as milp
 import fairsched.lp.solve as solve_module
 from fairsched.instances import problem_from_table
@@ -392,6 +393,10 @@ if __name__ == "__main__":
                         help=f"cuts the pricing MILP keeps across calls (default {milp.CUT_POOL_ROWS}; 0 keeps "
                              "only those used in the call before, a huge N keeps all: the policies compared "
                              "in benchmarks/README.md, \"Cut pool\")")
+    parser.add_argument("--concave-backend", choices=concave.ConcavePricing.BACKENDS,
+                        help="who solves the exact concave-of-modular pricing (default auto: SCIP where "
+                             "the scip extra is installed, else HiGHS's tangent-cut loop; "
+                             "benchmarks/README.md, \"SCIP for concave of modular\")")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="facility location only: n = N workers, k = N/10, N/2 points (the case's "
                              "proportions; where the 1e-4 goal stops being met, benchmarks/README.md)")
@@ -407,5 +412,7 @@ if __name__ == "__main__":
         greedy.PERTURBATIONS = args.perturbations
     if args.cut_pool_rows is not None:
         milp.CUT_POOL_ROWS = args.cut_pool_rows
+    if args.concave_backend is not None:
+        concave.BACKEND = args.concave_backend
     for name in args.cases or list(CASES):
         solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off)

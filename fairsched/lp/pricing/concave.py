@@ -59,11 +59,15 @@ concave of modular".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from fairsched.extras import require
+from fairsched.lp.pricing.concave_scip import CURVES, scip_installed, solve_concave
 from fairsched.lp.pricing.milp import MilpModel, MilpPricing, Term
+from fairsched.solvers.colgen import PricingResult
 from fairsched.submodular.lazy_greedy import top_by_key
 from fairsched.utilities import (
     AccuracyUtility,
@@ -309,12 +313,65 @@ def propensity_term(utility: PropensityWeightedAccuracy, k: int) -> ConcaveTerm:
     return ConcaveTerm(concave_form(utility), k)
 
 
+#: the backend of :class:`ConcavePricing` when none is given (``benchmarks/bench_pricing.py
+#: --concave-backend`` sets it to compare the two)
+BACKEND = "auto"
+
+
 class ConcavePricing(MilpPricing):
     """Exact pricing for :class:`~fairsched.utilities.ConcaveModular`, and for
-    :class:`~fairsched.utilities.PropensityWeightedAccuracy` (one tangent-cut term per stratum)."""
+    :class:`~fairsched.utilities.PropensityWeightedAccuracy` (one tangent-cut term per stratum).
+
+    ``backend`` chooses who solves the exact part of a call, after the heuristic: ``"highs"``
+    the tangent-cut MILP of this module, ``"scip"`` SCIP with the concave rows themselves
+    (:mod:`fairsched.lp.pricing.concave_scip`; ``sqrt`` and ``log1p`` only, needs the ``scip``
+    extra), ``"auto"`` SCIP where it applies and is installed, else HiGHS; without one,
+    :data:`BACKEND`.  The continuous relaxation (:meth:`relaxation_duals`,
+    :meth:`relaxation_bound`) is HiGHS's either way.
+    """
 
     name = "concave-milp"
     swap_deltas = staticmethod(concave_swap_deltas)
+    BACKENDS = ("auto", "highs", "scip")
+
+    def __init__(self, utility: SetFunction, k: int, *, backend: str | None = None, **options: Any):
+        backend = BACKEND if backend is None else backend
+        if backend not in self.BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(self.BACKENDS)}, not {backend!r}")
+        super().__init__(utility, k, **options)
+        fits = options.get("terms") is None and self.form.curve in CURVES
+        if backend == "scip":
+            if not fits:
+                raise ValueError(f"the SCIP backend handles concave of modular with the curves {CURVES} "
+                                 f"and no custom terms, not a {self.form.curve!r} curve")
+            require("pyscipopt", "SCIP pricing (backend='scip')")
+        #: ``"scip"`` or ``"highs"``: who solves the exact part of each call
+        self.backend = "scip" if fits and (backend == "scip" or (backend == "auto" and scip_installed())) \
+            else "highs"
+        if self.backend == "scip":
+            self.name = "concave-scip"
 
     def make_terms(self, utility: SetFunction) -> list[tuple[float, Term]]:
-        return [(1.0, ConcaveTerm(concave_form(utility), self.k))]
+        self.form = concave_form(utility)
+        return [(1.0, ConcaveTerm(self.form, self.k))]
+
+    def _solve_exactly(self, lam: np.ndarray, target: float | None, enough: float | None, stop: float,
+                       warm: np.ndarray, columns: list[np.ndarray], best: float, best_mask: np.ndarray,
+                       upper: float, tol: float, started: float) -> PricingResult:
+        """SCIP's branch and bound from the heuristic's best set (``backend == "scip"``), else
+        HiGHS's cut loop (:meth:`MilpPricing._solve_exactly`)."""
+        if self.backend != "scip":
+            return super()._solve_exactly(lam, target, enough, stop, warm, columns, best, best_mask,
+                                          upper, tol, started)
+        with self._timed_exact():
+            # the SCIP model is f itself: ConcaveTerm adds nothing to x_cost or the offset
+            answer = solve_concave(self.form.W, self.form.coef, self.form.curve, lam, self.k,
+                                   start=best_mask, rel_gap=self.rel_gap, stop=stop, target=target,
+                                   enough=enough, max_solutions=self.max_columns)
+        self.stats["rounds"] += 1
+        self.stats["nodes"] += answer.nodes
+        upper = min(upper, answer.upper_bound)
+        columns.extend(answer.masks)
+        if answer.masks.shape[0]:
+            best = max(best, float(np.max(self.utility.values(answer.masks) + answer.masks @ lam)))
+        return self._finish(columns, lam, upper, started, exact=upper - best <= self._tolerance(best))

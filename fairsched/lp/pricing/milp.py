@@ -49,9 +49,10 @@ closing the MIP gap to ``rel_gap``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 import highspy
 import numpy as np
@@ -474,20 +475,38 @@ class MilpPricing(PricingOracle):
                 tol = self._tolerance(best)
             if target is not None and best >= target:
                 return self._finish(columns, lam, upper, started, exact=False)
+        return self._solve_exactly(lam, target, enough, stop, warm.columns, columns, best, best_mask, upper,
+                                   tol, started)
+
+    def _solve_exactly(self, lam: np.ndarray, target: float | None, enough: float | None, stop: float,
+                       warm: np.ndarray, columns: list[np.ndarray], best: float, best_mask: np.ndarray,
+                       upper: float, tol: float, started: float) -> PricingResult:
+        """The exact part of a call, after the heuristic: its sets ``warm`` and ``columns`` so
+        far, the best ``best`` (the set ``best_mask``) and the bound ``upper``.  Here the LP
+        relaxation's cut rounds, then the cut loop of MILP solves (module docstring)."""
         if self.lazy:
-            self._separate_at_sets(warm.columns)
+            self._separate_at_sets(warm)
             upper = min(upper, self._relaxation_rounds(stop) + 1e-12 * max(1.0, abs(best)))
             if _at_most(upper, enough):
                 return self._finish(columns, lam, upper, started, exact=upper - best <= tol)
-        set_option(h, "objective_target", -highspy.kHighsInf if target is None else float(target))
-        milp_started = time.perf_counter()
-        self._enough = enough
+        set_option(self.h, "objective_target", -highspy.kHighsInf if target is None else float(target))
+        with self._timed_exact():
+            self._enough = enough
+            try:
+                return self._milp_rounds(lam, target, stop, columns, best, best_mask, upper, tol, started)
+            finally:
+                self._enough = None
+
+    @contextlib.contextmanager
+    def _timed_exact(self) -> Iterator[None]:
+        """Time the block as an exact solve: the longest so far sets how long the heuristic's
+        search and restarts may run (:data:`PERTURBATION_VS_MILP`, :data:`RESTARTS_VS_MILP`)."""
+        began = time.perf_counter()
         try:
-            return self._milp_rounds(lam, target, stop, columns, best, best_mask, upper, tol, started)
+            yield
         finally:
-            self._enough = None
             # the longest so far: a call that needed no MILP round must not switch the search off
-            self._milp_seconds = max(self._milp_seconds, time.perf_counter() - milp_started)
+            self._milp_seconds = max(self._milp_seconds, time.perf_counter() - began)
             self.heuristic.restart_seconds = RESTARTS_VS_MILP * self._milp_seconds
 
     def _milp_rounds(self, lam: np.ndarray, target: float | None, stop: float, columns: list[np.ndarray],

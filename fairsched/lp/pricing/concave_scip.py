@@ -1,0 +1,128 @@
+"""Concave-of-modular pricing solved by SCIP, whose branch and bound cuts the concave terms itself.
+
+The pricing problem for ``f(S) = Σ_j coef_j·φ(W_j·1_S)`` with ``φ = sqrt`` or ``log1p``::
+
+    max Σ_j coef_j t_j + c·x   s.t.  t_j <= φ(W_j·x),  Σ x = k,  x binary,
+
+with ``c = λ`` (the floors' duals).  Each row ``t_j <= φ(W_j·x)`` is convex (``φ`` is
+concave), so SCIP (Bolusani et al., "The SCIP Optimization Suite 9.0", 2024) relaxes it by
+gradient cuts separated at every node of one branch and bound: the outer approximation of
+Duran & Grossmann (1986) inside the tree, as a MILP solver with lazy constraints would do it.
+
+**Why a second solver.**  HiGHS has no nonlinear rows and (1.16) no lazy-constraint callback,
+so :class:`~fairsched.lp.pricing.concave.ConcavePricing` solves the same outer approximation
+by a *cut loop*: whenever the MILP's incumbent is a set its tangents over-estimate, the
+tangents there are added and the MILP is solved again from its root.  On concave ``log1p``
+(the ``concave-log1p`` case of ``benchmarks/bench_pricing.py``, seed 1) one call at the
+master's duals took 8 such rounds, 1,907 nodes and 83.7 s without closing its gap; SCIP
+solves the same call to optimality in 8–11 s (``benchmarks/README.md``, "SCIP for concave
+of modular").  SCIP's primal heuristics are switched off: the call starts from the pricing
+heuristic's best set, and on that call they took 5.6 s of 16.9 s.
+
+**What the bound is worth.**  SCIP accepts a point whose nonlinear rows are violated by
+up to its feasibility tolerance, so it solves a slight relaxation of the problem: its dual
+bound stays an upper bound on the true maximum, and may exceed it by about that tolerance
+per row.  The tolerance is lowered to the relative gap asked for (at most :data:`FEASTOL`,
+at least SCIP's ``numerics/epsilon``), so that an optimal call counts as exact, and every set
+SCIP returns is re-evaluated with ``f``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairsched.extras import require
+
+#: the curves SCIP is given (``φ(0) = 0``, concave, increasing)
+CURVES = ("sqrt", "log1p")
+#: SCIP's feasibility tolerance, at most (its default); lowered to the relative gap asked for
+FEASTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class ScipAnswer:
+    """One SCIP solve: the distinct ``k``-sets it found (best first), its certified upper bound
+    on ``max Σ_j coef_j φ(W_j·x) + c·x`` (``inf`` when it proved nothing), and its node count."""
+
+    masks: np.ndarray
+    upper_bound: float
+    nodes: int
+
+
+def scip_installed() -> bool:
+    """Whether ``pyscipopt`` is installed (the ``scip`` extra); it is imported only when used."""
+    return importlib.util.find_spec("pyscipopt") is not None
+
+
+def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray, k: int, *,
+                  start: np.ndarray, rel_gap: float, stop: float = math.inf,
+                  target: float | None = None, enough: float | None = None,
+                  max_solutions: int = 10) -> ScipAnswer:
+    """``max_{|S|=k} Σ_j coef_j·φ(W_j·1_S) + cost(S)`` by SCIP (module docstring).
+
+    ``start`` (a ``k``-set mask) is given as the first solution; ``stop`` is a
+    ``time.perf_counter()`` deadline; SCIP stops at relative gap ``rel_gap``, at the first
+    solution worth ``target`` (``limits/primal``) and once its dual bound is at most
+    ``enough`` (``limits/dual``).
+    """
+    if curve not in CURVES:
+        raise ValueError(f"SCIP pricing handles the curves {CURVES}, not {curve!r}")
+    scip = require("pyscipopt", "SCIP pricing")
+    W = np.asarray(W, dtype=float)
+    coef = np.asarray(coef, dtype=float)
+    n = W.shape[1]
+    model = scip.Model()
+    model.hideOutput()
+    model.setHeuristics(scip.SCIP_PARAMSETTING.OFF)
+    x = [model.addVar(vtype="B") for _ in range(n)]
+    model.addCons(scip.quicksum(x) == k)
+    phi = scip.sqrt if curve == "sqrt" else (lambda s: scip.log(1.0 + s))
+    rows = np.flatnonzero((W > 0).any(axis=1) & (coef > 0))
+    t = []
+    for j in rows:
+        members = np.flatnonzero(W[j] > 0)
+        t.append(model.addVar(lb=0.0, ub=None))
+        model.addCons(t[-1] <= phi(scip.quicksum(float(W[j, u]) * x[u] for u in members)))
+    model.setObjective(scip.quicksum(float(coef[j]) * tj for j, tj in zip(rows, t))
+                       + scip.quicksum(float(cost[u]) * x[u] for u in range(n) if cost[u] != 0.0),
+                       "maximize")
+    model.setParam("limits/gap", float(rel_gap))
+    # a point may violate a row by the feasibility tolerance, which then shows as a gap
+    model.setParam("numerics/feastol", min(FEASTOL, max(float(model.getParam("numerics/epsilon")), rel_gap)))
+    if math.isfinite(stop):
+        model.setParam("limits/time", max(1e-2, stop - time.perf_counter()))
+    if target is not None:
+        model.setParam("limits/primal", float(target))
+    if enough is not None:
+        model.setParam("limits/dual", float(enough))
+    _give_start(model, x, t, W[rows], curve, np.asarray(start, dtype=bool))
+    model.optimize()
+
+    masks = []
+    for solution in model.getSols()[:max_solutions]:
+        mask = np.array([model.getSolVal(solution, v) > 0.5 for v in x])
+        if mask.sum() == k:
+            masks.append(mask)
+    masks = np.array(masks, dtype=bool).reshape(-1, n)
+    if masks.shape[0] > 1:
+        masks = masks[np.sort(np.unique(np.packbits(masks, axis=1), axis=0, return_index=True)[1])]
+    dual = float(model.getDualbound())
+    upper = dual if math.isfinite(dual) and abs(dual) < 1e20 else math.inf
+    return ScipAnswer(masks, upper, int(model.getNNodes()))
+
+
+def _give_start(model: object, x: list, t: list, W: np.ndarray, curve: str, start: np.ndarray) -> None:
+    """Offer the ``k``-set ``start`` to SCIP as a complete solution (``t_j`` at ``φ(W_j·x)``)."""
+    solution = model.createSol()
+    for u, v in enumerate(x):
+        model.setSolVal(solution, v, float(start[u]))
+    sums = W @ start.astype(float)
+    values = np.sqrt(sums) if curve == "sqrt" else np.log1p(sums)
+    for v, value in zip(t, values):
+        model.setSolVal(solution, v, float(value))
+    model.addSol(solution, free=True)
