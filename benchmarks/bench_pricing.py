@@ -327,14 +327,16 @@ def printed_progress(started: float, every: float = 0.0) -> Any:
 
 def traced(started: float) -> Callable[..., Any]:
     """A wrapper for :func:`exact_calls_through` printing when each exact call began, how long
-    it took and whether it had a target (seconds from ``started``)."""
+    it took, whether it had a target, and its MILP (or SCIP) solves and branch-and-bound
+    nodes (seconds from ``started``)."""
 
     def call(original, self, lam, *args, **kwargs):
         began = time.perf_counter()
+        rounds, nodes = self.stats["rounds"], self.stats["nodes"]
         result = original(self, lam, *args, **kwargs)
         print(f"    exact call at {began - started:6.1f} s took {time.perf_counter() - began:6.1f} s, "
-              f"target {'yes' if kwargs.get('target') is not None else 'no'}, exact {result.exact}",
-              flush=True)
+              f"target {'yes' if kwargs.get('target') is not None else 'no'}, exact {result.exact}, "
+              f"{self.stats['rounds'] - rounds} solves, {self.stats['nodes'] - nodes} nodes", flush=True)
         return result
 
     return call

@@ -12,7 +12,8 @@ coverage                   :class:`CoveragePricing` (HiGHS MILP)       yes
 facility location          :class:`FacilityLocationPricing` (MILP,     yes
                            Benders cuts)
 concave of modular,        :class:`ConcavePricing` (MILP, tangent      yes
-propensity accuracy        cuts)
+propensity accuracy        cuts; SCIP's nonlinear branch and bound
+                           for sqrt/log1p with the ``scip`` extra)
 modular                    :class:`ModularPricing` (top-k)             yes
 mixture of the above       :class:`MixturePricing` (one MILP)          yes
 anything else              :class:`GreedyPricing` (bound only where    no
