@@ -371,12 +371,13 @@ class ConcavePricing(MilpPricing):
             self._separate_at_sets(warm)
             solution, bound = self._cut_relaxation(stop)
             upper = min(upper, bound + 1e-12 * max(1.0, abs(best)))
-            if (enough is not None and upper <= enough) or solution is None:
+            if enough is not None and upper <= enough:
                 return self._finish(columns, lam, upper, started, exact=upper - best <= tol)
-            at_lp = term.submodular_cuts(np.asarray(solution.col_value)[: self.n])
-            at_best = term.submodular_cuts(best_mask.astype(float), best_mask)
-            cuts = tuple(np.concatenate([a, b]) for a, b in zip(at_lp, at_best))
-            cuts = (term.rows[cuts[0]],) + cuts[1:]
+            found = [term.submodular_cuts(best_mask.astype(float), best_mask)]
+            if solution is not None:  # None: the LP ran out of time or failed; SCIP goes on without
+                found.append(term.submodular_cuts(np.asarray(solution.col_value)[: self.n]))
+            rows, const, coef = (np.concatenate(parts) for parts in zip(*found))
+            cuts = (term.rows[rows], const, coef)
         with self._timed_exact():
             # the SCIP model is f itself: ConcaveTerm adds nothing to x_cost or the offset
             answer = solve_concave(self.form.W, self.form.coef, self.form.curve, lam, self.k,
