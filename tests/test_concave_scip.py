@@ -126,29 +126,3 @@ def test_asking_for_scip_without_it_says_how_to_install_it(monkeypatch) -> None:
     with pytest.raises(MissingDependencyError, match=r"pip install '\.\[scip\]'"):
         ConcavePricing(utility, k, backend="scip")
 
-
-@pytest.mark.parametrize("curve", ["sqrt", "log1p"])
-@pytest.mark.parametrize("seed", range(4))
-def test_submodular_cuts_given_to_scip_keep_the_maximum(curve: str, seed: int) -> None:
-    """The submodular cuts (at a random fractional point and at a random ``k``-set), passed to
-    SCIP by feature index with a feature of zeros in front (so the kept rows and the features
-    differ), cut off no ``k``-set: from the worst start SCIP still returns the maximum with its
-    bound there."""
-    utility, k, lam, _ = random_case(seed, curve)
-    features = np.vstack([np.zeros((1, utility.n)), utility.features])
-    utility = ConcaveModular(features, curve)
-    masks = every_k_set(utility.n, k)
-    every = utility.values(masks) + masks @ lam
-    best_true = float(every.max())
-    term = concave.ConcaveTerm(concave.concave_form(utility), k)
-    rng = np.random.default_rng(seed)
-    fractional = rng.dirichlet(np.ones(utility.n)) * k
-    at_set = masks[int(rng.integers(len(masks)))]
-    found = [term.submodular_cuts(fractional), term.submodular_cuts(at_set.astype(float), at_set)]
-    rows, const, coef = (np.concatenate(parts) for parts in zip(*found))
-    answer = solve_concave(features, np.ones(features.shape[0]), curve, lam, k,
-                           start=masks[int(every.argmin())], rel_gap=1e-9, cuts=(term.rows[rows], const, coef))
-    first = float(utility.values(answer.masks[:1])[0] + answer.masks[0] @ lam)
-    tol = 1e-7 * max(1.0, abs(best_true))
-    assert first == pytest.approx(best_true, abs=tol)
-    assert best_true - tol <= answer.upper_bound <= best_true + tol

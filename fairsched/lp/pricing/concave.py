@@ -363,26 +363,11 @@ class ConcavePricing(MilpPricing):
         if self.backend != "scip":
             return super()._solve_exactly(lam, target, enough, stop, warm, columns, best, best_mask,
                                           upper, tol, started)
-        term = self.terms[0][1]
-        cuts = None
-        if term.submodular:
-            # the submodular cuts at HiGHS's cut LP relaxation (the bound they bring on sparse
-            # features, "Submodular cuts" in the module docstring), for SCIP's root
-            self._separate_at_sets(warm)
-            solution, bound = self._cut_relaxation(stop)
-            upper = min(upper, bound + 1e-12 * max(1.0, abs(best)))
-            if enough is not None and upper <= enough:
-                return self._finish(columns, lam, upper, started, exact=upper - best <= tol)
-            found = [term.submodular_cuts(best_mask.astype(float), best_mask)]
-            if solution is not None:  # None: the LP ran out of time or failed; SCIP goes on without
-                found.append(term.submodular_cuts(np.asarray(solution.col_value)[: self.n]))
-            rows, const, coef = (np.concatenate(parts) for parts in zip(*found))
-            cuts = (term.rows[rows], const, coef)
         with self._timed_exact():
             # the SCIP model is f itself: ConcaveTerm adds nothing to x_cost or the offset
             answer = solve_concave(self.form.W, self.form.coef, self.form.curve, lam, self.k,
                                    start=best_mask, rel_gap=self.rel_gap, stop=stop, target=target,
-                                   enough=enough, max_solutions=self.max_columns, cuts=cuts)
+                                   enough=enough, max_solutions=self.max_columns)
         self.stats["rounds"] += 1
         self.stats["nodes"] += answer.nodes
         upper = min(upper, answer.upper_bound)

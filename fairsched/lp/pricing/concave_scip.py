@@ -62,16 +62,13 @@ def scip_installed() -> bool:
 def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray, k: int, *,
                   start: np.ndarray, rel_gap: float, stop: float = math.inf,
                   target: float | None = None, enough: float | None = None,
-                  max_solutions: int = 10,
-                  cuts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> ScipAnswer:
+                  max_solutions: int = 10) -> ScipAnswer:
     """``max_{|S|=k} Σ_j coef_j·φ(W_j·1_S) + cost(S)`` by SCIP (module docstring).
 
     ``start`` (a ``k``-set mask) is given as the first solution; ``stop`` is a
     ``time.perf_counter()`` deadline; SCIP stops at relative gap ``rel_gap``, at the first
     solution worth ``target`` (``limits/primal``) and once its dual bound is at most
-    ``enough`` (``limits/dual``).  ``cuts = (features, const, coef)`` are rows
-    ``t_j <= const + coef·x`` valid at every ``k``-set (the submodular cuts of
-    :meth:`~fairsched.lp.pricing.concave.ConcaveTerm.submodular_cuts`), added to the model.
+    ``enough`` (``limits/dual``).
     """
     if curve not in CURVES:
         raise ValueError(f"SCIP pricing handles the curves {CURVES}, not {curve!r}")
@@ -91,12 +88,6 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
         members = np.flatnonzero(W[j] > 0)
         t.append(model.addVar(lb=0.0, ub=None))
         model.addCons(t[-1] <= phi(scip.quicksum(float(W[j, u]) * x[u] for u in members)))
-    if cuts is not None:
-        of_feature = dict(zip(rows.tolist(), t))
-        for j, const, slopes in zip(*cuts):
-            if int(j) in of_feature:
-                model.addCons(of_feature[int(j)] <= float(const)
-                              + scip.quicksum(float(slopes[u]) * x[u] for u in np.flatnonzero(slopes)))
     model.setObjective(scip.quicksum(float(coef[j]) * tj for j, tj in zip(rows, t))
                        + scip.quicksum(float(cost[u]) * x[u] for u in range(n) if cost[u] != 0.0),
                        "maximize")
