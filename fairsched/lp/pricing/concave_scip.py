@@ -14,8 +14,8 @@ so :class:`~fairsched.lp.pricing.concave.ConcavePricing` solves the same outer a
 by a *cut loop*: whenever the MILP's incumbent is a set its tangents over-estimate, the
 tangents there are added and the MILP is solved again from its root.  On concave ``log1p``
 (the ``concave-log1p`` case of ``benchmarks/bench_pricing.py``, seed 1) one call at the
-master's duals made 8 such solves and 1,907 nodes in 83.4 s before it found its column
-(``--trace``).  Replayed alone on SCIP, that call is solved to optimality in 11.3 s, or
+master's duals made 8 such solves and 1,907 nodes in 82–84 s before it found its column
+(``--trace``, three runs).  Replayed alone on SCIP, that call (captured in a scratch run) is solved to optimality in 11.3 s, or
 16.9 s with SCIP's primal heuristics, which are therefore off: the call starts from the
 pricing heuristic's best set.  End to end, the generator's seeds 0–2 are certified in
 41–75 s against 67–107 s and one miss (``benchmarks/README.md``, "SCIP for concave of
