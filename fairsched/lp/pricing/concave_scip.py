@@ -17,8 +17,8 @@ tangents there are added and the MILP is solved again from its root.  On concave
 master's duals made 8 such solves and 1,907 nodes in 82–84 s before it found its column
 (``--trace``, three runs).  Replayed alone on SCIP, that call (captured in a scratch run) is solved to optimality in 11.3 s, or
 16.9 s with SCIP's primal heuristics, which are therefore off: the call starts from the
-pricing heuristic's best set.  End to end, the generator's seeds 0–2 are certified in
-41–75 s against 67–107 s and one miss (``benchmarks/README.md``, "SCIP for concave of
+pricing heuristic's best set.  End to end, the generator's seeds 0–3 are certified in
+25–75 s against 50–114 s and one miss (``benchmarks/README.md``, "SCIP for concave of
 modular").
 
 **What the bound is worth.**  SCIP accepts a point whose nonlinear rows are violated by
