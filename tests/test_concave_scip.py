@@ -5,8 +5,6 @@ Correctness against enumeration and against HiGHS's tangent-cut loop, the early 
 
 from __future__ import annotations
 
-import itertools
-import math
 import sys
 import time
 
@@ -17,16 +15,10 @@ from fairsched.errors import MissingDependencyError
 from fairsched.lp.pricing import ConcavePricing
 from fairsched.lp.pricing import concave
 from fairsched.lp.pricing.concave_scip import solve_concave
+from fairsched.solvers import k_subset_masks
 from fairsched.utilities import ConcaveModular, PropensityWeightedAccuracy
 
 pytest.importorskip("pyscipopt")  # the test extra installs it; without it the backend is HiGHS
-
-
-def every_k_set(n: int, k: int) -> np.ndarray:
-    masks = np.zeros((math.comb(n, k), n), dtype=bool)
-    for row, members in zip(masks, itertools.combinations(range(n), k)):
-        row[list(members)] = True
-    return masks
 
 
 def random_case(seed: int, curve: str) -> tuple[ConcaveModular, int, np.ndarray, np.ndarray]:
@@ -38,7 +30,7 @@ def random_case(seed: int, curve: str) -> tuple[ConcaveModular, int, np.ndarray,
     features[rng.uniform(size=features.shape) < 0.4] = 0.0
     utility = ConcaveModular(features, curve)
     lam = rng.exponential(0.5, n) * (rng.uniform(size=n) < 0.6)
-    masks = every_k_set(n, k)
+    masks = k_subset_masks(n, k)
     return utility, k, lam, utility.values(masks) + masks @ lam
 
 
@@ -51,7 +43,7 @@ def test_scip_pricing_finds_the_enumerated_maximum(curve: str, seed: int) -> Non
     utility, k, lam, every = random_case(seed, curve)
     best_true = float(every.max())
     tol = 1e-7 * max(1.0, abs(best_true))
-    worst = every_k_set(utility.n, k)[int(every.argmin())]
+    worst = k_subset_masks(utility.n, k)[int(every.argmin())]
     answer = solve_concave(utility.features, np.ones(utility.features.shape[0]), curve, lam, k,
                            start=worst, rel_gap=1e-9)
     first = float(utility.values(answer.masks[:1])[0] + answer.masks[0] @ lam)
@@ -72,7 +64,7 @@ def test_solve_concave_stops_at_the_target_and_at_enough() -> None:
     ``enough`` above the maximum, its bound is at most ``enough`` and still at or above the
     maximum."""
     utility, k, lam, every = random_case(3, "sqrt")
-    masks = every_k_set(utility.n, k)
+    masks = k_subset_masks(utility.n, k)
     worst, best_true = masks[int(every.argmin())], float(every.max())
     W, coef = utility.features, np.ones(utility.features.shape[0])
 
@@ -91,7 +83,7 @@ def test_a_call_with_no_time_left_returns_a_valid_answer() -> None:
     """A deadline already passed: SCIP stops at once; whatever it returns is a ``k``-set and a
     bound no lower than the maximum (possibly ``inf``)."""
     utility, k, lam, every = random_case(5, "log1p")
-    start = every_k_set(utility.n, k)[0]
+    start = k_subset_masks(utility.n, k)[0]
     answer = solve_concave(utility.features, np.ones(utility.features.shape[0]), "log1p", lam, k,
                            start=start, rel_gap=1e-9, stop=time.perf_counter() - 1.0)
     assert (answer.masks.sum(axis=1) == k).all()
@@ -117,6 +109,10 @@ def test_scip_refuses_curves_it_is_not_given() -> None:
     assert ConcavePricing(utility, 2).backend == "highs"
     with pytest.raises(ValueError, match="handles concave of modular with the curves"):
         ConcavePricing(utility, 2, backend="scip")
+    sqrt = ConcaveModular(np.ones((2, 5)), "sqrt")
+    terms = [(1.0, concave.ConcaveTerm(concave.concave_form(sqrt), 2))]
+    with pytest.raises(ValueError, match="and no custom terms, not custom terms"):
+        ConcavePricing(sqrt, 2, backend="scip", terms=terms)
 
 
 def test_asking_for_scip_without_it_says_how_to_install_it(monkeypatch) -> None:
@@ -125,4 +121,3 @@ def test_asking_for_scip_without_it_says_how_to_install_it(monkeypatch) -> None:
     assert ConcavePricing(utility, k).backend == "highs"
     with pytest.raises(MissingDependencyError, match=r"pip install '\.\[scip\]'"):
         ConcavePricing(utility, k, backend="scip")
-

@@ -338,12 +338,14 @@ class ConcavePricing(MilpPricing):
         backend = BACKEND if backend is None else backend
         if backend not in self.BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(self.BACKENDS)}, not {backend!r}")
+        self.form = concave_form(utility)
         super().__init__(utility, k, **options)
         fits = options.get("terms") is None and self.form.curve in CURVES
         if backend == "scip":
             if not fits:
+                given = "custom terms" if options.get("terms") is not None else f"a {self.form.curve!r} curve"
                 raise ValueError(f"the SCIP backend handles concave of modular with the curves {CURVES} "
-                                 f"and no custom terms, not a {self.form.curve!r} curve")
+                                 f"and no custom terms, not {given}")
             require("pyscipopt", "SCIP pricing (backend='scip')")
         #: ``"scip"`` or ``"highs"``: who solves the exact part of each call
         self.backend = "scip" if fits and (backend == "scip" or (backend == "auto" and scip_installed())) \
@@ -352,7 +354,6 @@ class ConcavePricing(MilpPricing):
             self.name = "concave-scip"
 
     def make_terms(self, utility: SetFunction) -> list[tuple[float, Term]]:
-        self.form = concave_form(utility)
         return [(1.0, ConcaveTerm(self.form, self.k))]
 
     def _solve_exactly(self, lam: np.ndarray, target: float | None, enough: float | None, stop: float,
@@ -370,8 +371,6 @@ class ConcavePricing(MilpPricing):
                                    enough=enough, max_solutions=self.max_columns)
         self.stats["rounds"] += 1
         self.stats["nodes"] += answer.nodes
-        upper = min(upper, answer.upper_bound)
         columns.extend(answer.masks)
-        if answer.masks.shape[0]:
-            best = max(best, float(np.max(self.utility.values(answer.masks) + answer.masks @ lam)))
-        return self._finish(columns, lam, upper, started, exact=upper - best <= self._tolerance(best))
+        # _finish values every column and counts the call exact if the bound is within the MIP gap of the best
+        return self._finish(columns, lam, min(upper, answer.upper_bound), started, exact=True)

@@ -39,16 +39,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairsched.extras import require
+from fairsched.utilities.concave_modular import CONCAVE
 
-#: the curves SCIP is given (``φ(0) = 0``, concave, increasing)
-CURVES = ("sqrt", "log1p")
+#: the curves SCIP is given (``φ(0) = 0``, concave, increasing): those of concave of modular
+CURVES = tuple(CONCAVE)
 #: SCIP's feasibility tolerance, at most (its default); lowered to the relative gap asked for
 FEASTOL = 1e-6
 
 
 @dataclass(frozen=True)
 class ScipAnswer:
-    """One SCIP solve: the distinct ``k``-sets it found (best first), its certified upper bound
+    """One SCIP solve: the ``k``-sets of its solutions (best first; two solutions may share
+    one, differing in ``t`` only), its certified upper bound
     on ``max Σ_j coef_j φ(W_j·x) + c·x`` (``inf`` when it proved nothing), and its node count."""
 
     masks: np.ndarray
@@ -111,8 +113,6 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
         if mask.sum() == k:
             masks.append(mask)
     masks = np.array(masks, dtype=bool).reshape(-1, n)
-    if masks.shape[0] > 1:
-        masks = masks[np.sort(np.unique(np.packbits(masks, axis=1), axis=0, return_index=True)[1])]
     dual = float(model.getDualbound())
     upper = dual if math.isfinite(dual) and abs(dual) < 1e20 else math.inf
     return ScipAnswer(masks, upper, int(model.getNNodes()))
@@ -123,8 +123,6 @@ def _give_start(model: object, x: list, t: list, W: np.ndarray, curve: str, star
     solution = model.createSol()
     for u, v in enumerate(x):
         model.setSolVal(solution, v, float(start[u]))
-    sums = W @ start.astype(float)
-    values = np.sqrt(sums) if curve == "sqrt" else np.log1p(sums)
-    for v, value in zip(t, values):
+    for v, value in zip(t, CONCAVE[curve](W @ start.astype(float))):
         model.setSolVal(solution, v, float(value))
     model.addSol(solution, free=True)
