@@ -79,6 +79,26 @@ def test_solve_concave_stops_at_the_target_and_at_enough() -> None:
     assert best_true - 1e-9 <= bounded.upper_bound <= enough
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_solve_concave_with_a_target_below_enough_still_searches(seed: int) -> None:
+    """``enough`` is SCIP's objective limit, which SCIP also takes as its first primal bound;
+    a target at or below it once ended the solve before its first node with nothing found
+    and no bound.  Now: with ``enough`` below the maximum the solve finds a set worth more;
+    with it above, the bound is ``enough`` or less and never below the maximum."""
+    utility, k, lam, every = random_case(seed, "log1p")
+    worst = k_subset_masks(utility.n, k)[int(every.argmin())]
+    best_true, low = float(every.max()), float(every.min())
+    W, coef = utility.features, np.ones(utility.features.shape[0])
+    below, target = best_true - 0.05 * (best_true - low), best_true - 0.5 * (best_true - low)
+    found = solve_concave(W, coef, "log1p", lam, k, start=worst, rel_gap=1e-9, target=target, enough=below)
+    values = utility.values(found.masks) + found.masks @ lam
+    assert found.masks.shape[0] >= 1 and values.max() > below
+    assert found.upper_bound >= best_true - 1e-9
+    above = best_true + 0.05 * (best_true - low)
+    proved = solve_concave(W, coef, "log1p", lam, k, start=worst, rel_gap=1e-9, target=target, enough=above)
+    assert best_true - 1e-9 <= proved.upper_bound <= above
+
+
 def test_a_call_with_no_time_left_returns_a_valid_answer() -> None:
     """A deadline already passed: SCIP stops at once; whatever it returns is a ``k``-set and a
     bound no lower than the maximum (possibly ``inf``)."""

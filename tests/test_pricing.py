@@ -44,6 +44,8 @@ from fairsched.utilities import (
     Modular,
     PropensityWeightedAccuracy,
 )
+from fairsched.solvers import k_subset_masks
+from fairsched.solvers.colgen import PricingResult
 from fairsched.utilities.base import SetFunction
 
 RTOL = 1e-9
@@ -306,6 +308,84 @@ def test_enough_stops_the_milp_at_a_certified_bound(kind: str) -> None:
         assert unreachable.exact
         assert float(unreachable.values[0] + unreachable.columns[0] @ lam) >= best_true - tol
     assert stopped >= 1  # on these seeds the root or a MILP round already certifies enough
+
+
+CUTOFF_KINDS = sorted(kind for kind in EXACT_KINDS if kind != "modular")
+
+
+@SETTINGS
+@given(kind=st.sampled_from(CUTOFF_KINDS), n=st.integers(4, 10), data=st.data(),
+       seed=st.integers(0, 2**32 - 1))
+def test_enough_is_a_cutoff_that_hides_no_better_set(kind: str, n: int, data, seed: int) -> None:
+    """``enough`` is the solver's cutoff (nodes bounded by it are pruned), with ``enough`` and
+    ``target`` anywhere around the maximum: the bound never falls below the maximum, the call
+    ends having done one of its jobs (the maximum, a set worth the target, or a bound at or
+    below ``enough``), and with ``enough`` below the maximum and no target it still finds the
+    maximum, exact: the cutoff prunes nothing worth more than ``enough``."""
+    k = data.draw(st.integers(1, n - 1), label="k")
+    rng = np.random.default_rng(seed)
+    utility = make_utility(kind, n, rng)
+    lam = random_lam(n, rng, data.draw(st.sampled_from([0.0, 0.3, 3.0]), label="scale"))
+    masks = np.zeros((math.comb(n, k), n), dtype=bool)
+    for row, S in zip(masks, itertools.combinations(range(n), k)):
+        row[list(S)] = True
+    every = np.sort(utility.values(masks) + masks @ lam)
+    best_true, spread = float(every[-1]), max(1e-3, float(every[-1] - every[0]))
+    tol = RTOL * max(1.0, abs(best_true))
+    enough = best_true + spread * data.draw(st.floats(-0.5, 0.5), label="enough above the maximum")
+    target = data.draw(st.one_of(st.none(), st.floats(-0.5, 0.1).map(lambda t: best_true + spread * t)),
+                       label="target")
+    result = EXACT_KINDS[kind](utility, k, perturbations=0)(lam, target=target, enough=enough)
+    np.testing.assert_allclose(result.values, utility.values(result.columns), rtol=1e-12, atol=1e-12)
+    best = float(result.values[0] + result.columns[0] @ lam)
+    assert best <= best_true + tol
+    assert result.upper_bound >= best_true - tol, (result.upper_bound, best_true, enough)
+    assert result.exact or (target is not None and best >= target - tol) or result.upper_bound <= enough + tol
+    if target is None and enough < best_true - tol:
+        assert result.exact
+        assert best >= best_true - tol
+
+
+class WorstStart:
+    """A pricing heuristic that offers only the worst ``k``-set, with no bound: the MILP then
+    starts from an incumbent far below the maximum."""
+
+    restart_seconds = 0.0
+
+    def __init__(self, utility: SetFunction, k: int):
+        self.utility, self.k = utility, k
+
+    def __call__(self, lam: np.ndarray) -> PricingResult:
+        masks = k_subset_masks(self.utility.n, self.k)
+        values = self.utility.values(masks)
+        worst = int(np.argmin(values + masks @ lam))
+        return PricingResult(masks[worst:worst + 1], values[worst:worst + 1], math.inf, False)
+
+    def remember(self, columns: np.ndarray, values: np.ndarray) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["coverage", "facility-location", "sqrt-highs", "log1p-highs"])
+def test_a_cutoff_above_the_maximum_never_reports_the_start_as_the_bound(kind: str) -> None:
+    """``enough`` between the maximum and the LP bound (at the maximum where the LP is tight),
+    the MILP started from the worst set: HiGHS prunes every node (none is worth more than
+    ``enough``) and reports its start as optimal, with the start's value as dual bound.  That
+    value is no bound on the maximum: the call must report ``enough`` or less, never less
+    than the maximum."""
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        n, k = 12, 4
+        utility = make_utility(kind, n, rng)
+        lam = random_lam(n, rng, 0.1)
+        best_true = brute_force(utility, k, lam)
+        tol = RTOL * max(1.0, abs(best_true))
+        oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
+        enough = 0.5 * (best_true + max(best_true, oracle.relaxation_bound(lam)))
+        oracle.heuristic = WorstStart(utility, k)
+        rounds = oracle.stats["rounds"]
+        result = oracle(lam, enough=enough)
+        assert oracle.stats["rounds"] > rounds  # the MILP ran, under the cutoff
+        assert best_true - tol <= result.upper_bound <= enough + tol, (result.upper_bound, best_true, enough)
 
 
 @pytest.mark.parametrize("kind", ["sqrt", "facility-location", "coverage"])
