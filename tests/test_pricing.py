@@ -93,6 +93,16 @@ def random_lam(n: int, rng: np.random.Generator, scale: float) -> np.ndarray:
     return lam
 
 
+def seeded_case(kind: str, seed: int, n: int, k: int, scale: float) -> tuple[SetFunction, np.ndarray, float, float]:
+    """A random utility of ``kind`` with prices of ``scale``, its pricing maximum over the
+    ``k``-sets by brute force, and the tolerance of comparisons with it."""
+    rng = np.random.default_rng(seed)
+    utility = make_utility(kind, n, rng)
+    lam = random_lam(n, rng, scale)
+    best_true = brute_force(utility, k, lam)
+    return utility, lam, best_true, RTOL * max(1.0, abs(best_true))
+
+
 def check(oracle, utility: SetFunction, k: int, lam: np.ndarray, must_be_exact: bool) -> None:
     result = oracle(lam)
     best_true = brute_force(utility, k, lam)
@@ -291,12 +301,8 @@ def test_enough_stops_the_milp_at_a_certified_bound(kind: str) -> None:
     maximum cannot be reached, so the call is exact as without it."""
     stopped = 0
     for seed in range(6):
-        rng = np.random.default_rng(seed)
-        n, k = 14, 5
-        utility = make_utility(kind, n, rng)
-        lam = random_lam(n, rng, 0.3)
-        best_true = brute_force(utility, k, lam)
-        tol = RTOL * max(1.0, abs(best_true))
+        k = 5
+        utility, lam, best_true, tol = seeded_case(kind, seed, 14, k, 0.3)
         enough = best_true + 1e-3 * abs(best_true)
         oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
         result = oracle(lam, enough=enough)
@@ -373,12 +379,8 @@ def test_a_cutoff_above_the_maximum_never_reports_the_start_as_the_bound(kind: s
     value is no bound on the maximum: the call must report ``enough`` or less, never less
     than the maximum."""
     for seed in range(12):
-        rng = np.random.default_rng(seed)
-        n, k = 12, 4
-        utility = make_utility(kind, n, rng)
-        lam = random_lam(n, rng, 0.1)
-        best_true = brute_force(utility, k, lam)
-        tol = RTOL * max(1.0, abs(best_true))
+        k = 4
+        utility, lam, best_true, tol = seeded_case(kind, seed, 12, k, 0.1)
         oracle = EXACT_KINDS[kind](utility, k, perturbations=0)
         enough = 0.5 * (best_true + max(best_true, oracle.relaxation_bound(lam)))
         oracle.heuristic = WorstStart(utility, k)
