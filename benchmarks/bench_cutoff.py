@@ -4,9 +4,9 @@
 
 Column generation on a case of ``bench_pricing.py`` (default ``facility-location``, seed 0)
 runs for ``SECONDS`` (default 120) with the defaults and records the arguments (``λ``,
-``target``, ``enough``) of its last exact pricing call: with ``SECONDS = 400`` on facility
-location, the call that certifies the run (it starts near 100 s and takes minutes).  The
-call is then replayed in the same
+``target``, ``enough``) of its last exact pricing call (on facility location with the
+default 120 s, one that the limit cuts short; which call is last depends on the run's
+timing).  The call is then replayed in the same
 process on fresh pricing models (the pricing ``fairsched.optimum`` builds, with its MIP gap),
 each given ``BUDGET`` seconds (default 400), in this order:
 
@@ -16,8 +16,9 @@ each given ``BUDGET`` seconds (default 400), in this order:
   (the package before the cutoff).
 
 Printed per variant: seconds, cut-loop rounds, branch-and-bound nodes, the best set's value,
-the certified pricing bound, and which job the call did (a set worth its target, or a bound
-at or below ``enough``).  Why: see the module docstring of
+the certified pricing bound, and which job the call did (a set worth its target, a bound at
+or below ``enough``, or the maximum; the cutoff matters only while no set above ``enough``
+is known).  Why: see the module docstring of
 :mod:`fairsched.lp.pricing.milp`, on ``enough``.
 """
 
@@ -83,17 +84,18 @@ def replay(case: str, call: dict, budget: float, cutoff: bool) -> dict:
         seconds = time.perf_counter() - started
     best = float(result.values[0] + result.columns[0] @ call["lam"])
     return {"seconds": seconds, "rounds": oracle.stats["rounds"], "nodes": oracle.stats["nodes"],
-            "upper": float(result.upper_bound), "best": best}
+            "upper": float(result.upper_bound), "best": best, "exact": bool(result.exact)}
 
 
 def outcome(row: dict, options: dict) -> str:
-    """Which job the call did: a set worth its target, a bound at or below ``enough``, neither."""
+    """Which job the call did: a set worth its target, a bound at or below ``enough``, the
+    maximum (exact), or none (its budget ran out)."""
     target, enough = options.get("target"), options.get("enough")
     if target is not None and row["best"] >= target:
         return "target reached"
     if enough is not None and row["upper"] <= enough:
         return "enough certified"
-    return "neither (budget or MIP gap)"
+    return "maximum found" if row["exact"] else "none (budget)"
 
 
 def run(case: str = "facility-location", seconds: float = 120.0, budget: float = 400.0) -> list[dict]:

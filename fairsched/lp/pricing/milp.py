@@ -60,9 +60,9 @@ answer), so it serves twice:
 A ``target`` below ``enough`` still ends the call at the first set worth it that HiGHS
 meets.  On the coverage + facility-location mixture (``benchmarks/README.md``, "The
 certifying bound as a cutoff") the cutoff took the generator's seeds 0–4 from 84.3 ± 3.5 s
-to 72.7 ± 2.4 s (each seed faster, by 5–22 %); the facility-location ``n = 400`` call that
-certifies its run, replayed on a fresh model, from 210.7 s and 60,776 nodes to 178.2 s and
-47,683 nodes.
+to 72.7 ± 2.4 s (each seed faster, by 5–22 %); one facility-location ``n = 400`` call,
+replayed on fresh models, found its column in 91.7 s and 22,806 nodes against 99.3 s and
+26,607 nodes (``python benchmarks/bench_cutoff.py facility-location 120 400``).
 """
 
 from __future__ import annotations
