@@ -50,6 +50,20 @@ def is_tight(best: float, bound: float) -> bool:
     return bound - best <= EXACT_RTOL * max(1.0, abs(best))
 
 
+def bound_under_cutoff(dual: float, cutoff: float | None, all_cut_off: bool = False) -> float:
+    """The upper bound a branch and bound proves when every node bounded by ``cutoff`` was
+    pruned (``None``: no cutoff, the solver's ``dual`` bound stands).
+
+    The solver's dual bound covers only the nodes it kept (HiGHS even reports a start below
+    the cutoff as optimal, with the start's value as bound), and the pruned nodes are worth
+    at most ``cutoff``: so ``max(dual, cutoff)``, and ``cutoff`` itself when every node was
+    cut off (``all_cut_off``: the solver then calls the problem infeasible).
+    """
+    if cutoff is None:
+        return dual
+    return float(cutoff) if all_cut_off else max(dual, float(cutoff))
+
+
 def ranked(columns: np.ndarray, values: np.ndarray, lam: np.ndarray, limit: int,
            upper_bound: float, exact: bool) -> PricingResult:
     """A :class:`PricingResult` with the distinct ``columns`` sorted by ``f + λ``, at most ``limit``."""

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairsched.extras import require
+from fairsched.lp.pricing.base import bound_under_cutoff
 from fairsched.utilities.concave_modular import CONCAVE
 
 #: the curves SCIP is given (``φ(0) = 0``, concave, increasing): those of concave of modular
@@ -133,9 +134,7 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
     masks = np.array(masks, dtype=bool).reshape(-1, n)
     dual = float(model.getDualbound())
     upper = dual if math.isfinite(dual) and abs(dual) < 1e20 else math.inf
-    if enough is not None:
-        # the pruned nodes are worth at most enough, which is all SCIP proves of them
-        upper = float(enough) if model.getStatus() == "infeasible" else max(upper, float(enough))
+    upper = bound_under_cutoff(upper, enough, model.getStatus() == "infeasible")
     return ScipAnswer(masks, upper, int(model.getNNodes()))
 
 

@@ -77,7 +77,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairsched.lp.pricing import greedy
-from fairsched.lp.pricing.base import PricingOracle, is_tight, ranked
+from fairsched.lp.pricing.base import PricingOracle, bound_under_cutoff, is_tight, ranked
 from fairsched.lp.pricing.greedy import GreedyPricing
 from fairsched.solvers.colgen import PricingResult
 from fairsched.solvers.lp import new_highs, set_option
@@ -549,13 +549,11 @@ class MilpPricing(PricingOracle):
             info = h.getInfo()
             self.stats["nodes"] += max(0, int(info.mip_node_count))
             dual = float(info.mip_dual_bound)
-            if self._enough is not None and status == highspy.HighsModelStatus.kInfeasible:
-                upper = min(upper, self._enough)  # every node was cut off: no set is worth more
-                break
-            if math.isfinite(dual) and status in _BOUNDED:
-                # under a cutoff HiGHS's bound covers only the nodes it kept (it even reports
-                # an incumbent below the cutoff as optimal): the pruned ones are worth at most it
-                upper = min(upper, dual if self._enough is None else max(dual, self._enough))
+            cut_off = self._enough is not None and status == highspy.HighsModelStatus.kInfeasible
+            if cut_off or (math.isfinite(dual) and status in _BOUNDED):
+                upper = min(upper, bound_under_cutoff(dual, self._enough, cut_off))
+            if cut_off:
+                break  # no set is worth more than enough
             incumbent = h.getSolution()
             if incumbent.value_valid:
                 self.model.note_binding(incumbent.row_value)
