@@ -35,8 +35,7 @@ import bench_pricing  # noqa: E402
 
 import fairsched  # noqa: E402
 import fairsched.lp.pricing.milp as milp  # noqa: E402
-from fairsched.lp.pricing import pricing_for  # noqa: E402
-from fairsched.lp.solve import PRICING_COLUMNS  # noqa: E402
+from fairsched.lp.solve import pricing_oracle  # noqa: E402
 
 UNLIMITED = 10**9
 
@@ -64,8 +63,7 @@ def last_call(case: str, seconds: float) -> dict:
 def replay(case: str, call: dict, cuts: bool, limit: int) -> dict:
     """The recorded call on a fresh oracle holding the recorded pool (``cuts``) trimmed to ``limit``."""
     problem = bench_pricing.problem(case)
-    oracle = pricing_for(problem.utility, problem.k, "auto", max_columns=PRICING_COLUMNS)
-    oracle.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
+    oracle = pricing_oracle(problem, bench_pricing.GAP)  # as fairsched.optimum builds it
     model, term = oracle.model, oracle.terms[0][1]
     if cuts and call["keys"]:
         terms, at = (np.array(column) for column in zip(*call["keys"]))

@@ -38,8 +38,7 @@ import bench_pricing  # noqa: E402
 
 import fairsched  # noqa: E402
 import fairsched.lp.pricing.milp as milp  # noqa: E402
-from fairsched.lp.pricing import pricing_for  # noqa: E402
-from fairsched.lp.solve import PRICING_COLUMNS  # noqa: E402
+from fairsched.lp.solve import pricing_oracle  # noqa: E402
 
 
 def last_call(case: str, seconds: float) -> dict:
@@ -76,8 +75,7 @@ def replay(case: str, call: dict, budget: float, cutoff: bool) -> dict:
     """The recorded call on a fresh oracle, with ``budget`` seconds, with or without the cutoff."""
     problem = bench_pricing.problem(case)
     with contextlib.nullcontext() if cutoff else without_cutoff():
-        oracle = pricing_for(problem.utility, problem.k, "auto", max_columns=PRICING_COLUMNS)
-        oracle.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
+        oracle = pricing_oracle(problem, bench_pricing.GAP)  # as fairsched.optimum builds it
         oracle.deadline = time.perf_counter() + budget
         started = time.perf_counter()
         result = oracle(call["lam"], **call["options"])

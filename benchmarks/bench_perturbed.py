@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 
 import fairsched.lp.pricing.greedy as greedy  # noqa: E402
-from fairsched.lp.pricing import pricing_for  # noqa: E402
+from fairsched.lp.solve import pricing_oracle  # noqa: E402
 
 
 def run(case: str = "concave-sqrt", seconds: float = 60.0) -> dict[str, float]:
@@ -46,9 +46,8 @@ def run(case: str = "concave-sqrt", seconds: float = 60.0) -> dict[str, float]:
     def best(result) -> float:
         return float(np.max(result.values + result.columns.astype(float) @ lam)) - offset
 
-    exact = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
+    exact = pricing_oracle(problem, bench_pricing.GAP)  # as fairsched.optimum builds it
     exact.perturbations = 0
-    exact.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
     start = time.perf_counter()
     priced = exact(lam)
     exact_s = time.perf_counter() - start

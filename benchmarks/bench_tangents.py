@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 
 import fairsched.lp.pricing.concave as concave  # noqa: E402
-from fairsched.lp.pricing import pricing_for  # noqa: E402
+from fairsched.lp.solve import pricing_oracle  # noqa: E402
 
 
 def run(case: str = "concave-sqrt", seconds: float = 60.0, counts: tuple[int, ...] = (24, 100, 400)) -> list[dict]:
@@ -41,8 +41,7 @@ def run(case: str = "concave-sqrt", seconds: float = 60.0, counts: tuple[int, ..
     try:
         for count in counts:
             concave.INITIAL_TANGENTS = count
-            pricing = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
-            pricing.set_rel_gap(bench_pricing.GAP / 10)  # what fairsched.optimum asks of it
+            pricing = pricing_oracle(problem, bench_pricing.GAP)  # as fairsched.optimum builds it
             started = time.perf_counter()
             result = pricing(lam)
             seconds_taken = time.perf_counter() - started

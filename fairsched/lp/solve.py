@@ -46,7 +46,7 @@ from fairsched.solvers import (
     k_subset_masks,
     solve_distribution_lp,
 )
-from fairsched.solvers.colgen import DEFAULT_GAP, column_generation, relative_gap
+from fairsched.solvers.colgen import DEFAULT_GAP, PricingResult, column_generation, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 from fairsched.utilities.accuracy import AccuracyUtility
@@ -288,6 +288,23 @@ def _trades(utility: AccuracyUtility) -> Callable[[Columns, np.ndarray], tuple[C
     return traded
 
 
+def pricing_oracle(problem: Problem, gap: float, pricing: str = "auto",
+                   deadline: float | None = None) -> Callable[..., PricingResult]:
+    """The pricing oracle :func:`optimum` builds for ``problem`` and the requested ``gap``:
+    :func:`~fairsched.lp.pricing.pricing_for` with :data:`PRICING_COLUMNS` columns per call,
+    the run's ``deadline`` (a ``time.perf_counter()`` value) where the oracle takes one, and
+    a relative MIP gap of ``gap / 10`` (within ``[1e-9, 1e-4]``) where it has one.
+    ``ValueError`` when ``pricing`` does not fit the utility."""
+    oracle = pricing_for(problem.utility, problem.k, pricing, max_columns=PRICING_COLUMNS)
+    if deadline is not None and hasattr(oracle, "deadline"):
+        oracle.deadline = deadline
+    if hasattr(oracle, "set_rel_gap"):
+        # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
+        # into the certified bound, so it is kept below the requested gap.
+        oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
+    return oracle
+
+
 def _column_generation(problem: Problem, *, gap: float, time_limit: float | None,
                        progress: Progress | None, pricing: str) -> Optimum:
     start = time.perf_counter()
@@ -299,15 +316,9 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     deadline = until(1.0)
     r = np.asarray(problem.r, dtype=float)
     try:
-        oracle = pricing_for(problem.utility, problem.k, pricing, max_columns=PRICING_COLUMNS)
+        oracle = pricing_oracle(problem, gap, pricing, deadline)
     except ValueError as exc:
         raise FairschedError(str(exc)) from None
-    if deadline is not None and hasattr(oracle, "deadline"):
-        oracle.deadline = deadline
-    if hasattr(oracle, "set_rel_gap"):
-        # A MIP gap on the pricing objective f(S) + λ(S) (about U_opt's size) feeds straight
-        # into the certified bound, so it is kept below the requested gap.
-        oracle.set_rel_gap(min(1e-4, max(1e-9, gap / 10)))
     priority = priority_order(problem.utility, problem.k)
     # the search for a better starting sample is optional: at most a quarter of the budget
     pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25),
