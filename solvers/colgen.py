@@ -63,8 +63,12 @@ columns are deleted.
 A feasible starting distribution (``start_probabilities`` over the initial columns) enters
 the master as **one** aggregated column (its marginals and its value: a convex combination
 of real columns), so a starting pool of ``n + 1`` sets of size ``k`` costs ``n`` nonzeros, not
-``n·k``; its sets join the master individually only when they have at most
-``pool_nonzeros`` indices in all.
+``n·k``; its sets join the master individually when they have at most ``pool_nonzeros``
+indices in all, and otherwise the sets it weights (its support) join when *they* fit.  The
+support matters: with the aggregate alone the master cannot re-weight the start's sets, so
+every new column must make up for all the floors the aggregate meets, and the duals sit on
+one floor at a time (``benchmarks/README.md``, "Coverage on data nothing was tuned on: the
+master, not the pricing").
 """
 
 from __future__ import annotations
@@ -570,7 +574,8 @@ def column_generation(
         as one aggregated column, so no elastic phase is needed.
     pool_nonzeros
         The initial columns join the master one by one only when they hold at most this
-        many indices in all (they always do without ``start_probabilities``).
+        many indices in all (they always do without ``start_probabilities``); otherwise
+        those with positive start weight do when they hold at most this many.
     tailing_off
         ``(window, factor)``: stop (``"tailing-off"``) when the gap is above ``factor`` times
         the gap ``window`` iterations earlier; ``None`` never.
@@ -698,7 +703,13 @@ def column_generation(
             master.add_aggregate(columns.marginals(state.start_weights), state.start_value)
         if not start_feasible or columns.nnz <= pool_nonzeros:
             master.add(columns, values)
-            state.start_in_master = True
+            state.start_joined = len(columns)
+        else:
+            support = np.flatnonzero(state.start_weights > 0)
+            weighted = columns.take(support)
+            if weighted.nnz <= pool_nonzeros:
+                master.add(weighted, values[support])
+                state.start_joined = support.size
         state.penalty = penalty
         for cols, vals in guess_columns:
             master.add(cols, vals)
@@ -733,13 +744,13 @@ class _State:
     bound_finished: bool = False  # whether the last exact call finished
     bound_budget: float = 0.0  # the least budget of the next call for the bound
     started: float = field(default_factory=time.perf_counter)
-    start_in_master: bool = False
+    start_joined: int = 0  # start sets that joined the master one by one
 
     @property
     def pool_size(self) -> int:
         """Distinct sets seen: the master's pool, plus the start sets it holds only aggregated."""
         inside = self.master.size if self.master is not None else 0
-        return inside + (0 if self.start_in_master else len(self.start_columns))
+        return inside + len(self.start_columns) - self.start_joined
 
     def offer_start(self, weights: np.ndarray, value: float) -> None:
         self.start_weights, self.start_value, self.lower = weights, value, value

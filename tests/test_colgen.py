@@ -479,6 +479,32 @@ def test_master_is_warm_started_not_rebuilt(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_a_start_too_large_to_join_whole_still_brings_its_support(seed):
+    # The start pool holds every k-set but weights only the supports of the best and the
+    # worst fair distributions, half and half.  With pool_nonzeros below the whole pool and
+    # at the support's size, the support joins the master one by one and the first master
+    # re-weights it to U_opt; one index less and the master holds the start only as its
+    # aggregated column, so its first value is the start's.
+    values, members, r = accuracy_lp(30 + seed, n=8, k=3)
+    best = solve_distribution_lp(values, members, r)
+    worst = solve_distribution_lp(-values, members, r)
+    weights = 0.5 * best.probabilities + 0.5 * worst.probabilities
+    start_value = float(weights @ values)
+    assert start_value < best.value - 1e-6
+    support_nonzeros = int(members[weights > 0].sum())
+    assert support_nonzeros < members.sum()
+    first_values = {}
+    for limit in (support_nonzeros, support_nonzeros - 1):
+        result = column_generation(values, members, r, enumeration_oracle(values, members),
+                                   start_probabilities=weights, pool_nonzeros=limit, gap=1e-9)
+        assert result.history[1][0] == 1
+        first_values[limit] = result.history[1][1]
+        assert result.value == pytest.approx(best.value, abs=1e-9)
+    assert first_values[support_nonzeros] == pytest.approx(best.value, abs=1e-9)
+    assert first_values[support_nonzeros - 1] == pytest.approx(start_value, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_purged_master_keeps_the_optimum_and_its_support(seed, monkeypatch):
     # Purge down to 5 columns whenever the pool holds 10: columns leave the master often,
     # some of them come back, and the result must not notice.
