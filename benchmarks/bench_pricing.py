@@ -45,6 +45,7 @@ repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--workers N] [--no-tailing-off]
+                                       [--duals] [--pool-nonzeros N]
                                        [--concave-backend auto|highs|scip] [CASE ...]
 """
 
@@ -64,6 +65,7 @@ import fairsched
 import fairsched.lp.pricing.concave as concave
 import fairsched.lp.pricing.milp as milp
 import fairsched.lp.solve as solve_module
+import fairsched.solvers.colgen as colgen
 from fairsched.instances import problem_from_table
 from fairsched.instances.generators import (
     concave_modular_instance,
@@ -289,6 +291,40 @@ def without_tailing_off() -> Iterator[None]:
         solve_module.column_generation = original
 
 
+@contextlib.contextmanager
+def start_nonzeros(limit: int) -> Iterator[None]:
+    """Inside the block the starting pool joins column generation's master one by one only
+    up to ``limit`` indices (its ``pool_nonzeros``; 0: the start only as its aggregated
+    column, as before session 43)."""
+    original = solve_module.column_generation
+    solve_module.column_generation = functools.partial(original, pool_nonzeros=limit)
+    try:
+        yield
+    finally:
+        solve_module.column_generation = original
+
+
+@contextlib.contextmanager
+def master_duals_printed(started: float) -> Iterator[None]:
+    """Inside the block every master solve prints its value and its duals λ: on how many
+    workers they are positive, their largest and their sum (seconds from ``started``)."""
+    original = colgen._Master.solve
+
+    def solve(self, time_limit):
+        solution = original(self, time_limit)
+        lam = solution.lam
+        print(f"    master at {time.perf_counter() - started:6.1f} s: {self.size} columns, value "
+              f"{self.value(solution):.6f}, λ > 0 on {int((lam > 0).sum())} workers, largest "
+              f"{lam.max(initial=0.0):.4g}, sum {lam.sum():.4g}", flush=True)
+        return solution
+
+    colgen._Master.solve = solve
+    try:
+        yield
+    finally:
+        colgen._Master.solve = original
+
+
 def last_bound_call(case: str, seconds: float, seed: int = 0) -> tuple[Any, np.ndarray, float, float]:
     """Column generation on ``case`` (the generators' ``seed``) for ``seconds`` with the
     defaults: its result and, of its
@@ -343,10 +379,12 @@ def traced(started: float) -> Callable[..., Any]:
 
 
 def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: int = 0,
-          workers: int | None = None, tailing_off: bool = True) -> dict[str, Any]:
+          workers: int | None = None, tailing_off: bool = True, duals: bool = False,
+          pool_nonzeros: int | None = None) -> dict[str, Any]:
     """Solve one case (the instance of the generators' ``seed``, rescaled to ``workers``: see
     :func:`problem`); the figures printed and returned (``trace``: also every iteration and
-    every exact pricing call; ``tailing_off`` false: :func:`without_tailing_off`)."""
+    every exact pricing call; ``tailing_off`` false: :func:`without_tailing_off`; ``duals``:
+    :func:`master_duals_printed`; ``pool_nonzeros``: :func:`start_nonzeros`)."""
     prob = problem(case, seed, workers)
     wall, cpu = time.perf_counter(), time.process_time()
     progress = printed_progress(wall) if trace else None
@@ -355,6 +393,10 @@ def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: 
             stack.enter_context(exact_calls_through(traced(wall)))
         if not tailing_off:
             stack.enter_context(without_tailing_off())
+        if duals:
+            stack.enter_context(master_duals_printed(wall))
+        if pool_nonzeros is not None:
+            stack.enter_context(start_nonzeros(pool_nonzeros))
         opt = fairsched.optimum(prob, gap=GAP, time_limit=time_limit, progress=progress)
     row = {"case": case, "seed": seed, "n": prob.n, "k": prob.k, "wall": time.perf_counter() - wall,
            "cpu": time.process_time() - cpu, "gap": opt.gap, "status": opt.status,
@@ -388,6 +430,13 @@ if __name__ == "__main__":
     parser.add_argument("--no-tailing-off", action="store_true",
                         help="never stop on tailing-off (only at the gap or the time limit): where a run "
                              "that stopped so would have gone")
+    parser.add_argument("--duals", action="store_true",
+                        help="print every master solve's value and where its duals λ sit")
+    parser.add_argument("--pool-nonzeros", type=int, metavar="N",
+                        help="the starting pool joins the master one by one only up to N indices (default "
+                             f"{colgen.POOL_NONZEROS:,}; 0: only as one aggregated column, the code before "
+                             "session 43; benchmarks/README.md, \"Coverage on data nothing was tuned on: the "
+                             "master, not the pricing\")")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="the generators' seed (default 0, the instances of the figures quoted; "
                              "others are instances nothing was tuned on)")
@@ -417,4 +466,5 @@ if __name__ == "__main__":
     if args.concave_backend is not None:
         concave.BACKEND = args.concave_backend
     for name in args.cases or list(CASES):
-        solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off)
+        solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off,
+              duals=args.duals, pool_nonzeros=args.pool_nonzeros)
