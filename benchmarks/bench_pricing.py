@@ -279,29 +279,29 @@ def exact_calls_through(wrapper: Callable[..., Any]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def without_tailing_off() -> Iterator[None]:
+def column_generation_options(**options: Any) -> Iterator[None]:
+    """Inside the block ``fairsched.optimum``'s column generation runs with these keyword
+    options of :func:`fairsched.solvers.colgen.column_generation` on top of its own."""
+    original = solve_module.column_generation
+    solve_module.column_generation = functools.partial(original, **options)
+    try:
+        yield
+    finally:
+        solve_module.column_generation = original
+
+
+def without_tailing_off() -> contextlib.AbstractContextManager[None]:
     """Inside the block ``fairsched.optimum``'s column generation never stops on tailing-off
     (only on its gap, the time limit or its iteration limit): to see where a run that
     stopped so would have gone."""
-    original = solve_module.column_generation
-    solve_module.column_generation = functools.partial(original, tailing_off=None)
-    try:
-        yield
-    finally:
-        solve_module.column_generation = original
+    return column_generation_options(tailing_off=None)
 
 
-@contextlib.contextmanager
-def start_nonzeros(limit: int) -> Iterator[None]:
+def start_nonzeros(limit: int) -> contextlib.AbstractContextManager[None]:
     """Inside the block the starting pool joins column generation's master one by one only
     up to ``limit`` indices (its ``pool_nonzeros``; 0: the start only as its aggregated
     column, as before session 43)."""
-    original = solve_module.column_generation
-    solve_module.column_generation = functools.partial(original, pool_nonzeros=limit)
-    try:
-        yield
-    finally:
-        solve_module.column_generation = original
+    return column_generation_options(pool_nonzeros=limit)
 
 
 @contextlib.contextmanager
