@@ -300,7 +300,8 @@ def without_tailing_off() -> contextlib.AbstractContextManager[None]:
 def start_nonzeros(limit: int) -> contextlib.AbstractContextManager[None]:
     """Inside the block the starting pool joins column generation's master one by one only
     up to ``limit`` indices (its ``pool_nonzeros``; 0: the start only as its aggregated
-    column, as before session 43)."""
+    column, which is what the code before session 43 did with a pool over 200,000 indices,
+    the coverage cases')."""
     return column_generation_options(pool_nonzeros=limit)
 
 
@@ -434,8 +435,8 @@ if __name__ == "__main__":
                         help="print every master solve's value and where its duals λ sit")
     parser.add_argument("--pool-nonzeros", type=int, metavar="N",
                         help="the starting pool joins the master one by one only up to N indices (default "
-                             f"{colgen.POOL_NONZEROS:,}; 0: only as one aggregated column, the code before "
-                             "session 43; benchmarks/README.md, \"Coverage on data nothing was tuned on: the "
+                             f"{colgen.POOL_NONZEROS:,}; 0: only as one aggregated column, as the code before "
+                             "session 43 did with the coverage cases' pools; benchmarks/README.md, \"Coverage on data nothing was tuned on: the "
                              "master, not the pricing\")")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="the generators' seed (default 0, the instances of the figures quoted; "
