@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pricing  # noqa: E402
 
-import fairsched  # noqa: E402
 import fairsched.lp.pricing.milp as milp  # noqa: E402
 from fairsched.lp.solve import pricing_oracle  # noqa: E402
 
@@ -42,22 +41,17 @@ UNLIMITED = 10**9
 
 def last_call(case: str, seconds: float) -> dict:
     """Column generation with an unlimited pool; the last exact call and the pool before it."""
-    seen: dict = {}
-    start = time.perf_counter()
 
-    def keep(call, self, lam, *args, **kwargs):
-        keys, last_used, epoch, noted = self.model.cut_pool()
-        seen.update(lam=np.array(lam), options=dict(kwargs), at=time.perf_counter() - start,
-                    keys=[(key[1], key[2]) for key in keys], last_used=last_used, epoch=epoch, noted=noted)
-        return call(self, lam, *args, **kwargs)
+    def pool(oracle) -> dict:
+        keys, last_used, epoch, noted = oracle.model.cut_pool()
+        return {"keys": [(key[1], key[2]) for key in keys], "last_used": last_used, "epoch": epoch,
+                "noted": noted}
 
     limit, milp.CUT_POOL_ROWS = milp.CUT_POOL_ROWS, UNLIMITED
     try:
-        with bench_pricing.exact_calls_through(keep):
-            fairsched.optimum(bench_pricing.problem(case), gap=bench_pricing.GAP, time_limit=seconds)
+        return bench_pricing.last_exact_call(case, seconds, snapshot=pool)
     finally:
         milp.CUT_POOL_ROWS = limit
-    return seen
 
 
 def replay(case: str, call: dict, cuts: bool, limit: int) -> dict:
@@ -86,9 +80,7 @@ def replay(case: str, call: dict, cuts: bool, limit: int) -> dict:
 
 def run(case: str = "concave-log1p", seconds: float = 60.0) -> list[dict]:
     call = last_call(case, seconds)
-    options = {k: round(v, 6) for k, v in call["options"].items() if v is not None}
-    print(f"{case}: last exact call at {call['at']:.1f} s of a {seconds:.0f} s run, {options}, "
-          f"pool {len(call['keys'])} cuts", flush=True)
+    print(f"{bench_pricing.call_header(case, call, seconds)}, pool {len(call['keys'])} cuts", flush=True)
     rows = []
     for name, cuts, limit in (("all", True, UNLIMITED), ("limit", True, milp.CUT_POOL_ROWS),
                               ("idle dropped", True, 0), ("none", False, UNLIMITED)):

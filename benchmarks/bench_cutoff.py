@@ -30,29 +30,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pricing  # noqa: E402
 
-import fairsched  # noqa: E402
 import fairsched.lp.pricing.milp as milp  # noqa: E402
 from fairsched.lp.solve import pricing_oracle  # noqa: E402
-
-
-def last_call(case: str, seconds: float) -> dict:
-    """Column generation on ``case`` for ``seconds``: the arguments of its last exact call."""
-    seen: dict = {}
-    start = time.perf_counter()
-
-    def keep(call, self, lam, *args, **kwargs):
-        seen.update(lam=np.array(lam), options=dict(kwargs), at=time.perf_counter() - start)
-        return call(self, lam, *args, **kwargs)
-
-    with bench_pricing.exact_calls_through(keep):
-        fairsched.optimum(bench_pricing.problem(case), gap=bench_pricing.GAP, time_limit=seconds)
-    return seen
 
 
 @contextlib.contextmanager
@@ -97,9 +80,8 @@ def outcome(row: dict, options: dict) -> str:
 
 
 def run(case: str = "facility-location", seconds: float = 120.0, budget: float = 400.0) -> list[dict]:
-    call = last_call(case, seconds)
-    options = {k: round(v, 6) for k, v in call["options"].items() if v is not None}
-    print(f"{case}: last exact call at {call['at']:.1f} s of a {seconds:.0f} s run, {options}", flush=True)
+    call = bench_pricing.last_exact_call(case, seconds)
+    print(bench_pricing.call_header(case, call, seconds), flush=True)
     rows = []
     for name, cutoff in (("cutoff", True), ("interrupt only", False)):
         row = {"variant": name, **replay(case, call, budget, cutoff)}

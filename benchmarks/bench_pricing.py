@@ -326,6 +326,30 @@ def master_duals_printed(started: float) -> Iterator[None]:
         colgen._Master.solve = original
 
 
+def last_exact_call(case: str, seconds: float,
+                    snapshot: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Column generation on ``case`` for ``seconds`` with the defaults: the arguments of its
+    last exact pricing call (``lam``, ``options``, and ``at``, seconds from the start) and,
+    with ``snapshot``, what ``snapshot(oracle)`` returned just before that call."""
+    seen: dict[str, Any] = {}
+    start = time.perf_counter()
+
+    def keep(call, self, lam, *args, **kwargs):
+        seen.update(lam=np.array(lam), options=dict(kwargs), at=time.perf_counter() - start,
+                    **(snapshot(self) if snapshot is not None else {}))
+        return call(self, lam, *args, **kwargs)
+
+    with exact_calls_through(keep):
+        fairsched.optimum(problem(case), gap=GAP, time_limit=seconds)
+    return seen
+
+
+def call_header(case: str, call: dict[str, Any], seconds: float) -> str:
+    """One line naming a call :func:`last_exact_call` recorded: when, and its options."""
+    options = {k: round(v, 6) for k, v in call["options"].items() if v is not None}
+    return f"{case}: last exact call at {call['at']:.1f} s of a {seconds:.0f} s run, {options}"
+
+
 def last_bound_call(case: str, seconds: float, seed: int = 0) -> tuple[Any, np.ndarray, float, float]:
     """Column generation on ``case`` (the generators' ``seed``) for ``seconds`` with the
     defaults: its result and, of its
