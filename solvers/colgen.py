@@ -980,10 +980,11 @@ def _within(oracle: object, deadline: float, call: Callable[[], PricingResult]) 
 ENOUGH_SHARE = 0.9
 
 
-def _slack(lower: float, gap: float) -> float:
+def certifying_slack(lower: float, gap: float) -> float:
     """``ENOUGH_SHARE·gap·|LB|``: how far above the best value ``LB`` a Lagrangian bound may
     lie and still certify the requested gap (shared by :func:`_enough` and :func:`_wanted`,
-    whose argument needs the two to be the same)."""
+    whose argument needs the two to be the same, and by the floor groups' column generation,
+    :func:`fairsched.lp.floor_groups.grouped_column_generation`)."""
     return ENOUGH_SHARE * gap * max(abs(lower), 1e-12)
 
 
@@ -993,7 +994,7 @@ def _enough(lower: float, gap: float, duals: np.ndarray, r: np.ndarray, caps: np
     feasible value is known).  An oracle that accepts it may stop once its bound is there."""
     if not math.isfinite(lower):
         return None
-    return lower + _slack(lower, gap) + _lp.dual_offset(duals, r, caps)
+    return lower + certifying_slack(lower, gap) + _lp.dual_offset(duals, r, caps)
 
 
 def _wanted(threshold: float, lower: float, gap: float) -> float:
@@ -1008,7 +1009,7 @@ def _wanted(threshold: float, lower: float, gap: float) -> float:
     """
     if not math.isfinite(lower):
         return 2 * threshold
-    return max(2 * threshold, _slack(lower, gap))
+    return max(2 * threshold, certifying_slack(lower, gap))
 
 
 def _target(mu: float, wanted: float, alpha: float, certificate: _Certificate) -> float:
