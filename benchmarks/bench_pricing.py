@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -62,6 +63,7 @@ import numpy as np
 import pytest
 
 import fairsched
+import fairsched.lp.floor_groups as floor_groups
 import fairsched.lp.pricing.concave as concave
 import fairsched.lp.pricing.milp as milp
 import fairsched.lp.solve as solve_module
@@ -403,12 +405,36 @@ def traced(started: float) -> Callable[..., Any]:
     return call
 
 
+@contextlib.contextmanager
+def aggregated_values_printed(started: float) -> Iterator[None]:
+    """Print the floor groups' aggregated master value whenever it changes (seconds from
+    ``started``; :func:`fairsched.lp.floor_groups.grouped_column_generation`): the trace's
+    iteration lines show the start's value as the lower bound during that phase."""
+    original = floor_groups._best_distribution
+    last = [math.nan]
+
+    def solve(values, coverage, need):
+        solved = original(values, coverage, need)
+        value = -float(solved.fun) if solved.status == 0 else math.nan
+        if not math.isclose(value, last[0], rel_tol=1e-12):
+            print(f"    aggregated master at {time.perf_counter() - started:6.1f} s: value {value:.6f}", flush=True)
+            last[0] = value
+        return solved
+
+    floor_groups._best_distribution = solve
+    try:
+        yield
+    finally:
+        floor_groups._best_distribution = original
+
+
 def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: int = 0,
           workers: int | None = None, tailing_off: bool = True, duals: bool = False,
           pool_nonzeros: int | None = None) -> dict[str, Any]:
     """Solve one case (the instance of the generators' ``seed``, rescaled to ``workers``: see
-    :func:`problem`); the figures printed and returned (``trace``: also every iteration and
-    every exact pricing call; ``tailing_off`` false: :func:`without_tailing_off`; ``duals``:
+    :func:`problem`); the figures printed and returned (``trace``: also every iteration,
+    every exact pricing call and :func:`aggregated_values_printed`; ``tailing_off`` false:
+    :func:`without_tailing_off`; ``duals``:
     :func:`master_duals_printed`; ``pool_nonzeros``: :func:`start_nonzeros`)."""
     prob = problem(case, seed, workers)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -416,6 +442,7 @@ def solve(case: str, time_limit: float = TIME_LIMIT, trace: bool = False, seed: 
     with contextlib.ExitStack() as stack:
         if trace:
             stack.enter_context(exact_calls_through(traced(wall)))
+            stack.enter_context(aggregated_values_printed(wall))
         if not tailing_off:
             stack.enter_context(without_tailing_off())
         if duals:
@@ -451,7 +478,8 @@ if __name__ == "__main__":
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="S",
                         help=f"seconds per case (default {TIME_LIMIT:g}, the goal's budget)")
     parser.add_argument("--trace", action="store_true",
-                        help="print every iteration's bounds and every exact pricing call")
+                        help="print every iteration's bounds, every exact pricing call and the floor "
+                             "groups' aggregated master value when it changes")
     parser.add_argument("--no-tailing-off", action="store_true",
                         help="never stop on tailing-off (only at the gap or the time limit): where a run "
                              "that stopped so would have gone")
