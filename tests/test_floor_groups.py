@@ -191,7 +191,7 @@ def test_exact_calls_of_the_grouped_phase_ask_only_for_what_the_gap_needs(seed, 
     ``ENOUGH_SHARE·gap·|value|`` above μ, and may stop at a bound within that slack of the
     aggregated master's value, as column generation's own loop does: a bound stopped there
     certifies the gap with a margin (at the full gap it landed 1.000016e-4 above the value on
-    facility location ``n = 400``, and the run needed one more exact call, of 83 s)."""
+    facility location ``n = 400``, and the run needed one more exact call, of 83-85 s)."""
     gap = 1e-4
     problem = filler_problem(seed)
     r = np.asarray(problem.r, dtype=float)

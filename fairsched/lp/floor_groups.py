@@ -164,15 +164,15 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
 
     Each iteration solves the aggregated master (HiGHS through SciPy), prices its duals with
     ``heuristic`` and, when that finds no column with positive reduced cost, with the exact
-    ``price``, where it accepts them asked for what the gap needs, as column generation's own
-    loop asks: a column whose reduced cost is at least the slack ``δ = 0.9·gap·|value|``
+    ``price``, asked (where it accepts them) for what the gap needs, as column generation's
+    own loop asks: a column whose reduced cost is at least the slack ``δ = 0.9·gap·|value|``
     (:func:`~fairsched.solvers.colgen.certifying_slack`; ``target = μ + δ``), or a bound
     ``max_S[f(S) + λ(S)] − λ·r <= value + δ`` (``enough``), which certifies ``gap`` against
     the master's value with a margin.  (With ``enough`` at the full gap, facility location
-    ``n = 400`` left this phase with its bound 1.000016e-4 above its value, and the main phase
-    needed one more exact call, of 83 s, to certify 1e-4.)  It ends when an exact call finds nothing
-    to add (``converged``), at ``deadline`` (a ``time.perf_counter()`` value) or after
-    :data:`MAX_ITERATIONS`.  ``dual_guess`` (prices equal inside each group,
+    ``n = 400`` left this phase with its bound 1.000016e-4 above its value, and the main
+    phase needed one more exact call, of 83-85 s, to certify 1e-4.)  It ends when an exact
+    call finds nothing to add (``converged``), at ``deadline`` (a ``time.perf_counter()``
+    value) or after :data:`MAX_ITERATIONS`.  ``dual_guess`` (prices equal inside each group,
     e.g. the relaxation's that made the groups) is priced exactly first: its bound stands when
     the deadline stops the calls that would improve on it, and its columns join the pool.
     ``progress(iteration, lower, upper, gap)`` gets the start's value (a valid lower bound) and
