@@ -158,7 +158,7 @@ class PricingResult(Result):
     (``t`` is μ plus a tolerance), so the oracle may stop at the first one it finds; its
     ``upper_bound`` must still be certified.  One with ``accepts_enough = True`` is also given
     ``enough=e``, the pricing bound that certifies the requested gap against the best value
-    found (:func:`_enough`), and may stop as soon as its certified ``upper_bound`` is at or
+    found (:func:`certifying_pricing_bound`), and may stop as soon as its certified ``upper_bound`` is at or
     below it.  Such early answers do not count as inexact.
     """
 
@@ -633,7 +633,7 @@ def column_generation(
         options: dict[str, float] = {}
         if target is not None and getattr(oracle, "accepts_target", False):
             options["target"] = target
-        enough = _enough(state.lower, gap, duals, r, caps)
+        enough = certifying_pricing_bound(state.lower, gap, duals, r, caps)
         if enough is not None and getattr(oracle, "accepts_enough", False):
             options["enough"] = enough
         priced = oracle(duals, **options)
@@ -982,13 +982,15 @@ ENOUGH_SHARE = 0.9
 
 def certifying_slack(lower: float, gap: float) -> float:
     """``ENOUGH_SHARE·gap·|LB|``: how far above the best value ``LB`` a Lagrangian bound may
-    lie and still certify the requested gap (shared by :func:`_enough` and :func:`_wanted`,
-    whose argument needs the two to be the same, and by the floor groups' column generation,
-    :func:`fairsched.lp.floor_groups.grouped_column_generation`)."""
+    lie and still certify the requested gap (shared by :func:`certifying_pricing_bound` and
+    :func:`_wanted`, whose argument needs the two to be the same, and by the floor groups'
+    column generation, :func:`fairsched.lp.floor_groups.grouped_column_generation`, which
+    calls both)."""
     return ENOUGH_SHARE * gap * max(abs(lower), 1e-12)
 
 
-def _enough(lower: float, gap: float, duals: np.ndarray, r: np.ndarray, caps: np.ndarray | None) -> float | None:
+def certifying_pricing_bound(lower: float, gap: float, duals: np.ndarray, r: np.ndarray,
+                             caps: np.ndarray | None = None) -> float | None:
     """The pricing bound at ``duals`` that certifies the requested ``gap`` against the best
     value ``lower``: ``B − λ·r <= lower + ENOUGH_SHARE·gap·|lower|`` (``None`` while no
     feasible value is known).  An oracle that accepts it may stop once its bound is there."""

@@ -52,7 +52,13 @@ from scipy.optimize import OptimizeResult, linprog
 
 from fairsched.lp.pricing.initial import StartingPool, column_values
 from fairsched.lp.pricing.schedule_search import better_start
-from fairsched.solvers.colgen import PricingResult, certifying_slack, reduced_costs, relative_gap
+from fairsched.solvers.colgen import (
+    PricingResult,
+    certifying_pricing_bound,
+    certifying_slack,
+    reduced_costs,
+    relative_gap,
+)
 from fairsched.solvers.columns import Columns
 from fairsched.utilities.base import SetFunction
 
@@ -167,7 +173,8 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
     ``price``, asked (where it accepts them) for what the gap needs, as column generation's
     own loop asks: a column whose reduced cost is at least the slack ``δ = 0.9·gap·|value|``
     (:func:`~fairsched.solvers.colgen.certifying_slack`; ``target = μ + δ``), or a bound
-    ``max_S[f(S) + λ(S)] − λ·r <= value + δ`` (``enough``), which certifies ``gap`` against
+    ``max_S[f(S) + λ(S)] − λ·r <= value + δ`` (``enough``,
+    :func:`~fairsched.solvers.colgen.certifying_pricing_bound`), which certifies ``gap`` against
     the master's value with a margin.  (With ``enough`` at the full gap, facility location
     ``n = 400`` left this phase with its bound 1.000016e-4 above its value, and the main
     phase needed one more exact call, of 83-85 s, to certify 1e-4.)  It ends when an exact
@@ -223,11 +230,10 @@ def grouped_column_generation(utility: SetFunction, k: int, r: np.ndarray, group
         if not fresh.size:
             # as in column generation's own loop: a column worth less than the slack cannot
             # matter to the gap, and a bound within it certifies the gap with a margin
-            slack = certifying_slack(value, gap)
             options = {}
             if getattr(price, "accepts_target", False):
-                options["target"] = mu + max(tol, slack)
-            enough = value + slack + float(lam @ r)
+                options["target"] = mu + max(tol, certifying_slack(value, gap))
+            enough = certifying_pricing_bound(value, gap, lam, r)
             if getattr(price, "accepts_enough", False):
                 options["enough"] = enough
             found = price(lam, **options)
