@@ -21,8 +21,11 @@ from hypothesis import strategies as st
 import fairsched
 from fairsched.lp.pricing import GreedyPricing, pricing_for
 from fairsched.lp.pricing.initial import StartingPool, initial_pool
+from fairsched.lp.pricing.round_gains import round_gains_for
 from fairsched.lp.pricing.schedule_search import (
     _best_swap,
+    _fill,
+    assigned_schedule,
     better_start,
     floor_counts,
     initial_schedule,
@@ -67,6 +70,89 @@ def test_initial_schedule_meets_every_count(n, data):
     assert masks.shape == (rounds, n)
     assert (masks.sum(axis=1) == k).all()
     assert (masks.sum(axis=0) >= counts).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 14), st.data())
+def test_assigned_schedule_meets_every_count_or_gives_none(n, data):
+    k = data.draw(st.integers(1, n - 1))
+    rounds = data.draw(st.integers(1, 60))
+    counts = np.array(data.draw(st.lists(st.integers(0, rounds), min_size=n, max_size=n)))
+    while counts.sum() > k * rounds:
+        counts[int(np.argmax(counts))] -= 1
+    utility = facility(n, 6, data.draw(st.integers(0, 10)))
+    masks = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0))
+    if masks is None:  # a worker found too few rounds with room: the caller falls back
+        return
+    assert masks.shape == (rounds, n)
+    assert (masks.sum(axis=1) == k).all()
+    assert (masks.sum(axis=0) >= counts).all()
+
+
+def clustered_coverage(clusters: int, copies: int, seed: int) -> Coverage:
+    """``clusters`` groups of ``copies`` workers that cover the same elements (distinct weights
+    per cluster): only spreading a cluster over different rounds avoids covering twice."""
+    rng = np.random.default_rng(seed)
+    covers = [list(range(3 * c, 3 * c + 3)) for c in range(clusters) for _ in range(copies)]
+    return Coverage(covers, rng.uniform(0.5, 2.0, 3 * clusters))
+
+
+def test_assigned_schedule_spreads_workers_that_overlap():
+    clusters, copies, k, rounds = 5, 4, 5, 8
+    utility = clustered_coverage(clusters, copies, 0)
+    n = clusters * copies
+    counts = np.full(n, 2)  # Σ c = 40 = k·T: every round full of floors
+    masks = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0))
+    assert masks is not None and (masks.sum(axis=0) >= counts).all() and (masks.sum(axis=1) == k).all()
+    # one worker of each cluster in every round: every element covered in every round
+    np.testing.assert_allclose(utility.values(masks), utility.weights.sum())
+    blind = initial_schedule(utility, k, counts, rounds, np.random.default_rng(0))
+    assert utility.values(blind).mean() < utility.weights.sum() - 1e-9
+
+
+@pytest.mark.parametrize("kind", ["facility-location", "coverage", "concave"])
+@pytest.mark.parametrize("seed", range(3))
+def test_fill_adds_the_greedy_worker_each_time(kind, seed):
+    rng = np.random.default_rng(seed)
+    n, k, rounds = 10, 4, 6
+    if kind == "facility-location":
+        utility = facility(n, 7, seed)
+    elif kind == "coverage":
+        covers = rng.random((n, 25)) < 0.3
+        utility = Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, 25))
+    else:
+        utility = ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
+    masks = np.zeros((rounds, n), dtype=bool)
+    for t in range(rounds):  # some rounds start partly filled, one full
+        masks[t, rng.choice(n, size=min(t, k), replace=False)] = True
+    state = round_gains_for(utility, rounds)
+    for t in range(rounds):
+        members = np.flatnonzero(masks[t])
+        state.add(members, np.full(members.size, t))
+    expected = masks.copy()
+    for t in range(rounds):  # plain greedy, round by round, from the utility's values
+        while expected[t].sum() < k:
+            grown = np.repeat(expected[t][None, :], n, axis=0)
+            grown[np.arange(n), np.arange(n)] = True
+            gains = np.where(expected[t], -np.inf, utility.values(grown))
+            expected[t, int(np.argmax(gains))] = True
+    _fill(state, masks, masks.sum(axis=1), k)
+    np.testing.assert_array_equal(masks, expected)
+
+
+def test_the_search_starts_from_the_better_of_the_two_schedules():
+    clusters, copies, k = 5, 4, 5
+    utility = clustered_coverage(clusters, copies, 1)
+    n = clusters * copies
+    r = np.full(n, 0.24)
+    swap_gains = GreedyPricing(utility, k).swap_gains
+    counts = floor_counts(r, 25)
+    blind = utility.values(initial_schedule(utility, k, counts, 25, np.random.default_rng([0, 29]))).mean()
+    assigned = utility.values(assigned_schedule(utility, k, counts, 25, np.random.default_rng([0, 31]))).mean()
+    assert assigned > blind + 1e-9
+    pool = schedule_search(utility, k, r, swap_gains, rounds=25, max_passes=0)
+    assert pool.value() == pytest.approx(assigned, rel=1e-12)
+    assert (pool.columns.marginals(pool.probabilities) >= r - 1e-12).all()
 
 
 def test_sum_of_floors_equal_to_k_with_periodic_floors():
