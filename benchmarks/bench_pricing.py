@@ -44,8 +44,8 @@ modular and the mixture on data nothing was tuned on*.  (This docstring used to
 repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
-                                       [--cut-pool-rows N] [--workers N] [--no-tailing-off]
-                                       [--duals] [--pool-nonzeros N]
+                                       [--cut-pool-rows N] [--start-levels N] [--workers N]
+                                       [--no-tailing-off] [--duals] [--pool-nonzeros N]
                                        [--concave-backend auto|highs|scip] [CASE ...]
 """
 
@@ -65,6 +65,7 @@ import pytest
 import fairsched
 import fairsched.lp.floor_groups as floor_groups
 import fairsched.lp.pricing.concave as concave
+import fairsched.lp.pricing.facility_location as facility_location
 import fairsched.lp.pricing.milp as milp
 import fairsched.lp.solve as solve_module
 import fairsched.solvers.colgen as colgen
@@ -501,6 +502,10 @@ if __name__ == "__main__":
                         help="who solves the exact concave-of-modular pricing (default auto: SCIP where "
                              "the scip extra is installed, else HiGHS's tangent-cut loop; "
                              "benchmarks/README.md, \"SCIP for concave of modular\")")
+    parser.add_argument("--start-levels", type=int, metavar="N",
+                        help="facility-location pricing models (not a mixture's) start with each point's threshold rows at its N "
+                             f"largest similarities (default {facility_location.START_LEVELS}; 1: none, as "
+                             "before session 45; benchmarks/README.md, \"Facility location: cuts from the start\")")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="facility location only: n = N workers, k = N/10, N/2 points (the case's "
                              "proportions; where the 1e-4 goal stops being met, benchmarks/README.md)")
@@ -518,6 +523,8 @@ if __name__ == "__main__":
         milp.CUT_POOL_ROWS = args.cut_pool_rows
     if args.concave_backend is not None:
         concave.BACKEND = args.concave_backend
+    if args.start_levels is not None:
+        facility_location.START_LEVELS = args.start_levels
     for name in args.cases or list(CASES):
         solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off,
               duals=args.duals, pool_nonzeros=args.pool_nonzeros)

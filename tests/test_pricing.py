@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fairsched.lp.pricing import greedy, milp
+from fairsched.lp.pricing import facility_location, greedy, milp
 from fairsched.lp.pricing import concave
 from fairsched.lp.pricing.concave import ConcaveTerm, concave_form
 from fairsched.lp.pricing.milp import MilpModel, MilpPricing
@@ -532,11 +532,41 @@ def test_relaxation_bound_is_an_upper_bound_at_the_prices_given(kind: str) -> No
         oracle.relaxation_bound(np.zeros(8))
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_facility_cuts_from_the_start_are_the_sorted_threshold_rows(seed: int, monkeypatch) -> None:
+    """With every threshold from the start the model is the whole sorted-threshold
+    formulation: its LP relaxation needs no cut, and its bound is the one the cut loop reaches
+    from no threshold rows at all (both are that formulation's LP bound); with a few levels,
+    one row per point and distinct level below its largest similarity; none in a mixture."""
+    n, k = 12, 4
+    utility, _, lam = seeded_oracle("facility-location", seed, n, k, 1.0)
+    monkeypatch.setattr(facility_location, "START_LEVELS", 1)
+    lazy = FacilityLocationPricing(utility, k, perturbations=0)
+    base_rows = lazy.model.num_row
+    loop_bound = lazy.relaxation_bound(lam)
+    monkeypatch.setattr(facility_location, "START_LEVELS", n)
+    full = FacilityLocationPricing(utility, k, perturbations=0)
+    bound = full.relaxation_bound(lam)
+    assert full.stats["cuts"] == 0
+    assert bound == pytest.approx(loop_bound, rel=1e-9, abs=1e-9)
+    assert bound >= brute_force(utility, k, lam) - 1e-9
+    monkeypatch.setattr(facility_location, "START_LEVELS", 3)
+    few = FacilityLocationPricing(utility, k, perturbations=0)
+    term = few.terms[0][1]
+    levels = [sum(0 < row[j] < row[j - 1] for j in (1, 2)) for row in term.sorted]
+    assert few.model.num_row - base_rows == sum(levels)
+    # in a mixture the facility-location term starts without them (module docstring)
+    mixture = MixturePricing(Mixture([utility, Modular(np.ones(n))], [1.0, 1.0]), k, perturbations=0)
+    assert mixture.model.num_row == base_rows
+
+
 @pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
-def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str) -> None:
+def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str, monkeypatch) -> None:
     """The cuts binding at the cut LP relaxation's optimum are kept: after dropping the rest,
     the relaxation has the same optimum and needs no new cut (a dropped binding cut would
     show as a new one)."""
+    # at this size the cuts from the start would be every facility-location cut: none to pool
+    monkeypatch.setattr(facility_location, "START_LEVELS", 1)
     dropped = 0
     for seed in range(4):
         _, oracle, lam = seeded_oracle(kind, seed, 14, 5, 0.3)
@@ -557,6 +587,7 @@ def test_exact_calls_stay_exact_while_the_pool_is_purged(kind: str, monkeypatch)
     """Ten calls on one oracle at moving prices, with a pool that keeps no idle cut: every
     call exact against brute force, and idle cuts were dropped along the way."""
     monkeypatch.setattr(milp, "CUT_POOL_ROWS", 0)
+    monkeypatch.setattr(facility_location, "START_LEVELS", 1)  # cuts to pool at this size
     rng = np.random.default_rng(7)
     n, k = 12, 4
     utility = make_utility(kind, n, rng)

@@ -37,6 +37,28 @@ by ``argmax`` rather than a sort: 1.4x faster per call at ``n = 400``, ``k = 40`
 sparse product built per call before, itself 5x faster than a dense product, which spent
 its time in BLAS (``python benchmarks/bench_swap_deltas.py --against 2e8456c``; the values
 agree to 2e-14, not bitwise, since the sums are taken in another order).
+
+**Cuts from the start.**  Inside branch and bound a node's LP has only the cuts found so far,
+found at the root's and the incumbents' points; where branching moves a point's best
+selected worker past every threshold cut of that point, the node's LP over-estimates
+``θ_i`` and the node is not pruned.  So each point's thresholds at its :data:`START_LEVELS`
+largest similarities (distinct, below the largest) are rows of the model from the start:
+``(START_LEVELS − 1)·P`` rows at most, with 1 to ``START_LEVELS − 1`` nonzeros each (2,200
+rows and 13,200 nonzeros for 200 points), against the ``O(P·n)`` rows of the full
+formulation.  The call that certifies facility location ``n = 400`` (seed 0), replayed on
+fresh models (``python benchmarks/bench_start_cuts.py``, the call made at 53.2 s of a 250 s
+run): 81.9 s, 4 cut-loop rounds and 22,592 nodes with 12 levels, against 195.6 s, 13 rounds
+and 54,118 nodes with none.  Column generation on that instance, with the default 120 s
+limit (``python benchmarks/bench_pricing.py facility-location``): certified in 117.1 s in
+one run, 3.46e-3 at the limit in another (4.24e-3 at the limit before); with 600 s, in
+115.9 s against 272.7 s.  Only
+:class:`FacilityLocationPricing` starts with them: in a mixture
+(:class:`~fairsched.lp.pricing.mixture.MixturePricing`), whose calls are many and short,
+the coverage + facility-location mixture of ``benchmarks/bench_pricing.py`` took longer with
+them on each of its five seeds (by 4.5-25 s, one to 6.54e-4 at the 120 s limit), though
+repeats vary as much; and on the facility-location families nothing was tuned on, whose bound
+is the relaxation's, every LP is dearer for nothing (gaps 7-27 % wider at 120 s;
+``benchmarks/README.md``, "Facility location: cuts from the start").
 """
 
 from __future__ import annotations
@@ -49,6 +71,9 @@ from fairsched.utilities.facility_location import FacilityLocation
 
 #: relative amount by which θ_i must exceed its point's value to be cut
 CUT_TOLERANCE = 1e-10
+#: each point's cuts at thresholds ``τ`` among its this many largest similarities are rows of
+#: the model from the start (module docstring, "Cuts from the start")
+START_LEVELS = 12
 
 
 def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
@@ -95,9 +120,11 @@ class FacilityTerm(Term):
 
     lazy = True
 
-    def __init__(self, similarity: np.ndarray, k: int):
+    def __init__(self, similarity: np.ndarray, k: int, start_levels: int = 1):
         self.similarity = np.asarray(similarity, dtype=float)
         self.k = k
+        #: each point's cuts at its this many largest similarities are rows from the start
+        self.start_levels = int(start_levels)
 
     def build(self, model: MilpModel, weight: float) -> None:
         sim = self.similarity
@@ -119,6 +146,13 @@ class FacilityTerm(Term):
         m = self.residual.shape[0]
         self.columns = model.add_columns(weight * self.multiplicity, np.zeros(m),
                                          self.sorted[:, 0] if m else np.zeros(0))
+        levels = min(self.start_levels, self.sorted.shape[1])
+        if m and levels > 1:
+            # every point's cuts at its best few similarities, as permanent rows (module docstring)
+            point, level = np.repeat(np.arange(m), levels - 1), np.tile(np.arange(1, levels), m)
+            tau = self.sorted[point, level]
+            distinct = (tau > 0) & (tau < self.sorted[point, level - 1])
+            self.add_cuts(model, point[distinct], tau[distinct])
 
     def start(self, x: np.ndarray) -> np.ndarray:
         if self.residual.shape[0] == 0:
@@ -157,4 +191,4 @@ class FacilityLocationPricing(MilpPricing):
     swap_deltas = staticmethod(swap_deltas)
 
     def make_terms(self, utility: FacilityLocation) -> list[tuple[float, Term]]:
-        return [(1.0, FacilityTerm(utility.similarity, self.k))]
+        return [(1.0, FacilityTerm(utility.similarity, self.k, START_LEVELS))]
