@@ -42,6 +42,16 @@ def facility(n: int, points: int, seed: int) -> FacilityLocation:
     return FacilityLocation(rng.uniform(size=(points, n)) ** 2 * strength)
 
 
+def small_utility(kind: str, n: int, seed: int, rng: np.random.Generator, elements: int):
+    """A small facility-location, coverage (``elements``, drawn from ``rng``) or concave sqrt utility."""
+    if kind == "facility-location":
+        return facility(n, 7, seed)
+    if kind == "coverage":
+        covers = rng.random((n, elements)) < 0.3
+        return Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, elements))
+    return ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
+
+
 def costly_floors(n: int, k: int, load: float = 0.8) -> np.ndarray:
     """0.1 for the first two workers, the rest of ``load·k`` shared by the others."""
     return np.array([0.1, 0.1] + [(load * k - 0.2) / (n - 2)] * (n - 2))
@@ -115,13 +125,7 @@ def test_assigned_schedule_spreads_workers_that_overlap():
 def test_fill_adds_the_greedy_worker_each_time(kind, seed):
     rng = np.random.default_rng(seed)
     n, k, rounds = 10, 4, 6
-    if kind == "facility-location":
-        utility = facility(n, 7, seed)
-    elif kind == "coverage":
-        covers = rng.random((n, 25)) < 0.3
-        utility = Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, 25))
-    else:
-        utility = ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
+    utility = small_utility(kind, n, seed, rng, elements=25)
     masks = np.zeros((rounds, n), dtype=bool)
     for t in range(rounds):  # some rounds start partly filled, one full
         masks[t, rng.choice(n, size=min(t, k), replace=False)] = True
@@ -192,13 +196,7 @@ def brute_best_swap(utility, masks, counts, t, partner) -> float:
 def test_each_swap_is_the_best_and_its_bookkeeping_matches(kind, seed):
     rng = np.random.default_rng(seed)
     n, k, rounds = 9, 3, 12
-    if kind == "facility-location":
-        utility = facility(n, 7, seed)
-    elif kind == "coverage":
-        covers = rng.random((n, 20)) < 0.3
-        utility = Coverage([np.flatnonzero(row).tolist() for row in covers], rng.uniform(0.5, 2.0, 20))
-    else:
-        utility = ConcaveModular(rng.exponential(size=(5, n)), "sqrt")
+    utility = small_utility(kind, n, seed, rng, elements=20)
     swap_gains = pricing_for(utility, k, kind).heuristic.swap_gains
     counts = floor_counts(costly_floors(n, k), rounds)
     masks = initial_schedule(utility, k, counts, rounds, rng)

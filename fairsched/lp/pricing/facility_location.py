@@ -71,8 +71,9 @@ from fairsched.utilities.facility_location import FacilityLocation
 
 #: relative amount by which θ_i must exceed its point's value to be cut
 CUT_TOLERANCE = 1e-10
-#: each point's cuts at thresholds ``τ`` among its this many largest similarities are rows of
-#: the model from the start (module docstring, "Cuts from the start")
+#: in :class:`FacilityLocationPricing` (not a mixture's term), each point's cuts at thresholds
+#: ``τ`` among its this many largest similarities are rows of the model from the start
+#: (module docstring, "Cuts from the start")
 START_LEVELS = 12
 
 

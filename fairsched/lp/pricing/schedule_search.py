@@ -78,8 +78,9 @@ PASS_GAIN = 1e-4
 #: facility location)
 FILL_WORK = 1 << 22
 #: :func:`_fill` recomputes a block's gains after this many refreshes per round that did not
-#: lead (``coverage-powerlaw`` of ``benchmarks/bench_pricing.py``: 8.8 s to fill without, 1.5 s
-#: recomputing whenever half the leads fell behind; facility location ``-uniform``: 0.6 and 2.2 s)
+#: lead: a compromise between gains that fall fast and slowly (scratch runs, seconds to fill
+#: ``coverage-powerlaw`` / ``facility-location-uniform`` of ``benchmarks/bench_pricing.py``:
+#: never recomputing 8.8 / 0.6, after 1 per round 1.8 / 1.9, 2: 2.0 / 1.5, 8: 2.2 / 1.1)
 REFRESHES_PER_ROUND = 2
 
 SwapGains = Callable[[np.ndarray], "np.ndarray | None"]
