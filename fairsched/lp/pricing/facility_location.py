@@ -49,9 +49,9 @@ formulation.  The call that certifies facility location ``n = 400`` (seed 0), re
 fresh models (``python benchmarks/bench_start_cuts.py``, the call made at 53.2 s of a 250 s
 run): 81.9 s, 4 cut-loop rounds and 22,592 nodes with 12 levels, against 195.6 s, 13 rounds
 and 54,118 nodes with none.  Column generation on that instance, with the default 120 s
-limit (``python benchmarks/bench_pricing.py facility-location``): certified in 117.1 s in
-one run, 3.46e-3 at the limit in another (4.24e-3 at the limit before); with 600 s, in
-115.9 s against 272.7 s.  Only
+limit (``python benchmarks/bench_pricing.py facility-location``): certified in 114.5-118.2 s
+in three of four runs, 3.46e-3 at the limit in the other (4.24e-3 at the limit before); with
+600 s, in 115.9 s against 272.7 s.  Only
 :class:`FacilityLocationPricing` starts with them: in a mixture
 (:class:`~fairsched.lp.pricing.mixture.MixturePricing`), whose calls are many and short,
 the coverage + facility-location mixture of ``benchmarks/bench_pricing.py`` took longer with
