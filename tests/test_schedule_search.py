@@ -62,41 +62,44 @@ def test_floor_counts_round_up_but_not_round_off():
     assert floor_counts(np.array([1 / 3] * 3), 3).tolist() == [1, 1, 1]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(3, 14), st.data())
-def test_initial_schedule_meets_every_count(n, data):
+def drawn_counts(data, n: int) -> tuple[int, int, np.ndarray]:
+    """``(k, T, counts)``: random counts with ``Σ c <= k·T`` and ``c <= T``."""
     k = data.draw(st.integers(1, n - 1))
     rounds = data.draw(st.integers(1, 60))
-    # random counts with Σ c <= k·T and c <= T, often with Σ c = k·T exactly
     counts = np.array(data.draw(st.lists(st.integers(0, rounds), min_size=n, max_size=n)))
     while counts.sum() > k * rounds:
         counts[int(np.argmax(counts))] -= 1
-    if data.draw(st.booleans()):
+    return k, rounds, counts
+
+
+def assert_meets_every_count(masks: np.ndarray, k: int, counts: np.ndarray, rounds: int) -> None:
+    assert masks.shape == (rounds, counts.size)
+    assert (masks.sum(axis=1) == k).all()
+    assert (masks.sum(axis=0) >= counts).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 14), st.data())
+def test_initial_schedule_meets_every_count(n, data):
+    k, rounds, counts = drawn_counts(data, n)
+    if data.draw(st.booleans()):  # often Σ c = k·T exactly
         order = np.argsort(counts)
         for u in order:
             counts[u] += min(rounds - counts[u], k * rounds - counts.sum())
     utility = facility(n, 6, data.draw(st.integers(0, 10)))
     masks = initial_schedule(utility, k, counts, rounds, np.random.default_rng(0))
-    assert masks.shape == (rounds, n)
-    assert (masks.sum(axis=1) == k).all()
-    assert (masks.sum(axis=0) >= counts).all()
+    assert_meets_every_count(masks, k, counts, rounds)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(3, 14), st.data())
 def test_assigned_schedule_meets_every_count_or_gives_none(n, data):
-    k = data.draw(st.integers(1, n - 1))
-    rounds = data.draw(st.integers(1, 60))
-    counts = np.array(data.draw(st.lists(st.integers(0, rounds), min_size=n, max_size=n)))
-    while counts.sum() > k * rounds:
-        counts[int(np.argmax(counts))] -= 1
+    k, rounds, counts = drawn_counts(data, n)
     utility = facility(n, 6, data.draw(st.integers(0, 10)))
     masks = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0))
     if masks is None:  # a worker found too few rounds with room: the caller falls back
         return
-    assert masks.shape == (rounds, n)
-    assert (masks.sum(axis=1) == k).all()
-    assert (masks.sum(axis=0) >= counts).all()
+    assert_meets_every_count(masks, k, counts, rounds)
 
 
 def clustered_coverage(clusters: int, copies: int, seed: int) -> Coverage:

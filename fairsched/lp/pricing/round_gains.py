@@ -55,6 +55,10 @@ class RoundGains(Protocol):
 class CoverageRounds:
     """Coverage: ``covered[t, e]``; ``u`` gains the weight of its elements not yet covered."""
 
+    @staticmethod
+    def width(utility: Coverage) -> int:
+        return int(utility.weights.size)
+
     def __init__(self, utility: Coverage, rounds: int):
         self.incidence = utility.sparse_incidence()
         self.weights = utility.weights
@@ -95,6 +99,10 @@ class CoverageRounds:
 class FacilityRounds:
     """Facility location: ``best[t, i] = max_{u∈S_t} s_iu`` (0 for an empty round, as ``f(∅) = 0``)."""
 
+    @staticmethod
+    def width(utility: FacilityLocation) -> int:
+        return int(utility.similarity.shape[0])
+
     def __init__(self, utility: FacilityLocation, rounds: int):
         self.similarity = utility.similarity
         self.best = np.zeros((rounds, self.similarity.shape[0]))
@@ -117,6 +125,10 @@ class FacilityRounds:
 
 class ConcaveRounds:
     """Concave of modular: ``sums[t, j] = W_j·1_{S_t}``; ``u`` gains ``Σ_j φ(sums + W_ju) − φ(sums)``."""
+
+    @staticmethod
+    def width(utility: ConcaveModular) -> int:
+        return int(utility.features.shape[0])
 
     def __init__(self, utility: ConcaveModular, rounds: int):
         self.features = utility.features
@@ -145,6 +157,10 @@ class ConcaveRounds:
 
 class ModularRounds:
     """Modular: the gain is the worker's weight in every round."""
+
+    @staticmethod
+    def width(utility: Modular) -> int:
+        return 0
 
     def __init__(self, utility: Modular, rounds: int):
         self.weights = np.asarray(utility.weights, dtype=float)
@@ -189,19 +205,23 @@ class MixtureRounds:
         return sum(part.work() for _, part in self.parts)
 
 
+#: the kinds with a state of their own (exact types: a subclass may change ``f``)
+_STATES: dict[type, type] = {Coverage: CoverageRounds, FacilityLocation: FacilityRounds,
+                             ConcaveModular: ConcaveRounds, Modular: ModularRounds}
+
+
+def _parts(mixture: Mixture) -> list[tuple[float, SetFunction]]:
+    """A mixture's components of positive weight, with their weights."""
+    return [(float(w), c) for w, c in zip(mixture.weights, mixture.components) if w > 0]
+
+
 def _width(utility: SetFunction) -> int | None:
     """The statistic's cells per round, or ``None`` for a kind without one here."""
     kind = type(utility)
-    if kind is Coverage:
-        return int(utility.weights.size)
-    if kind is FacilityLocation:
-        return int(utility.similarity.shape[0])
-    if kind is ConcaveModular:
-        return int(utility.features.shape[0])
-    if kind is Modular:
-        return 0
+    if kind in _STATES:
+        return _STATES[kind].width(utility)
     if kind is Mixture:
-        widths = [_width(c) for w, c in zip(utility.weights, utility.components) if w > 0]
+        widths = [_width(c) for _, c in _parts(utility)]
         return None if any(width is None for width in widths) else sum(widths)
     return None
 
@@ -218,13 +238,6 @@ def round_gains_for(utility: SetFunction, rounds: int) -> RoundGains | None:
 
 def _build(utility: SetFunction, rounds: int) -> RoundGains:
     kind = type(utility)
-    if kind is Coverage:
-        return CoverageRounds(utility, rounds)
-    if kind is FacilityLocation:
-        return FacilityRounds(utility, rounds)
-    if kind is ConcaveModular:
-        return ConcaveRounds(utility, rounds)
-    if kind is Modular:
-        return ModularRounds(utility, rounds)
-    return MixtureRounds([(float(w), _build(c, rounds))
-                          for w, c in zip(utility.weights, utility.components) if w > 0])
+    if kind in _STATES:
+        return _STATES[kind](utility, rounds)
+    return MixtureRounds([(w, _build(c, rounds)) for w, c in _parts(utility)])
