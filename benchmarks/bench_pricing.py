@@ -44,7 +44,8 @@ modular and the mixture on data nothing was tuned on*.  (This docstring used to
 repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
-                                       [--cut-pool-rows N] [--start-levels N] [--workers N]
+                                       [--cut-pool-rows N] [--start-levels N] [--target-search X]
+                                       [--workers N]
                                        [--no-tailing-off] [--duals] [--pool-nonzeros N]
                                        [--concave-backend auto|highs|scip] [CASE ...]
 """
@@ -330,8 +331,8 @@ def master_duals_printed(started: float) -> Iterator[None]:
 
 
 def last_exact_call(case: str, seconds: float,
-                    snapshot: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Column generation on ``case`` for ``seconds`` with the defaults: the arguments of its
+                    snapshot: Callable[[Any], dict[str, Any]] | None = None, seed: int = 0) -> dict[str, Any]:
+    """Column generation on ``case`` (the generators' ``seed``) for ``seconds`` with the defaults: the arguments of its
     last exact pricing call (``lam``, ``options``, and ``at``, seconds from the start) and,
     with ``snapshot``, what ``snapshot(oracle)`` returned just before that call."""
     seen: dict[str, Any] = {}
@@ -343,7 +344,7 @@ def last_exact_call(case: str, seconds: float,
         return call(self, lam, *args, **kwargs)
 
     with exact_calls_through(keep):
-        fairsched.optimum(problem(case), gap=GAP, time_limit=seconds)
+        fairsched.optimum(problem(case, seed), gap=GAP, time_limit=seconds)
     return seen
 
 
@@ -506,6 +507,11 @@ if __name__ == "__main__":
                         help="facility-location pricing models (not a mixture's) start with each point's threshold rows at its N "
                              f"largest similarities (default {facility_location.START_LEVELS}; 1: none, as "
                              "before session 45; benchmarks/README.md, \"Facility location: cuts from the start\")")
+    parser.add_argument("--target-search", type=float, metavar="X",
+                        help="with a target, the pricing's local search goes on past its rounds for X times the "
+                             f"longest MILP solve so far (default {milp.TARGET_SEARCH_VS_MILP:g}; 0: not past its "
+                             "rounds, as before session 46; benchmarks/README.md, \"A longer search before a "
+                             "targeted MILP\")")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="facility location only: n = N workers, k = N/10, N/2 points (the case's "
                              "proportions; where the 1e-4 goal stops being met, benchmarks/README.md)")
@@ -525,6 +531,8 @@ if __name__ == "__main__":
         concave.BACKEND = args.concave_backend
     if args.start_levels is not None:
         facility_location.START_LEVELS = args.start_levels
+    if args.target_search is not None:
+        milp.TARGET_SEARCH_VS_MILP = args.target_search
     for name in args.cases or list(CASES):
         solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off,
               duals=args.duals, pool_nonzeros=args.pool_nonzeros)

@@ -5,6 +5,7 @@ target, and lets a targeted MILP pricing call return without solving the MILP.""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -95,3 +96,54 @@ def test_targeted_milp_call_can_return_without_the_milp(oracle_class, monkeypatc
     without = oracle_class(utility, k, perturbations=0)
     without(lam, target=optimum - 1e-9)
     assert without.stats["rounds"] >= 1
+
+
+def test_search_goes_on_past_its_rounds_until_more_until():
+    """Past its rounds the search continues the same chain while ``more_until`` lies ahead, and
+    stops there at its target: from a poor start one round misses the optimum, the extended
+    search reaches it."""
+    n, k = 14, 5
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        utility = make_utility("facility-location", n, rng)
+        lam = random_lam(n, rng, 1.0)
+        optimum = brute_force(utility, k, lam)
+        search = GreedyPricing(utility, k, swap_deltas=swap_deltas_for(utility))
+        start = worst_start(utility, k, lam)
+        one = search.perturbed(lam, start, rounds=1, seed=seed)
+        if max((score(utility, lam, m) for m in one), default=score(utility, lam, start)) < optimum - 1e-9:
+            break
+    else:
+        raise AssertionError("no instance where one round misses the optimum in 50 seeds")
+    # a moment already past: exactly the rounds asked for
+    assert all((a == b).all() for a, b in zip(search.perturbed(lam, start, rounds=1, seed=seed, more_until=0.0), one))
+    assert search.last_rounds == 1
+    extended = search.perturbed(lam, start, rounds=1, seed=seed, target=optimum - 1e-9,
+                                more_until=time.perf_counter() + 600.0)
+    assert len(extended) > len(one) and search.last_rounds >= len(extended)
+    assert all((a == b).all() for a, b in zip(extended, one))  # the same chain, continued
+    assert score(utility, lam, extended[-1]) == pytest.approx(optimum)
+
+
+def test_milp_call_extends_the_search_only_with_a_target(monkeypatch):
+    """The MILP pricing lets the search go on past its rounds, for
+    ``TARGET_SEARCH_VS_MILP`` times the longest MILP solve so far, only when the call has a
+    target (without one the search cannot end the call)."""
+    rng = np.random.default_rng(2)
+    utility = make_utility("facility-location", 12, rng)
+    lam = random_lam(12, rng, 1.0)
+    oracle = FacilityLocationPricing(utility, 4)
+    seen = []
+
+    def spy(lam, start, **options):
+        seen.append((time.perf_counter(), options["more_until"]))
+        return []
+
+    monkeypatch.setattr(oracle.heuristic, "perturbed", spy)
+    oracle._milp_seconds = 40.0
+    began = time.perf_counter()
+    oracle(lam, target=1e9)
+    share = milp.TARGET_SEARCH_VS_MILP * 40.0
+    assert share > 0 and began + share <= seen[-1][1] <= seen[-1][0] + share
+    oracle(lam)
+    assert seen[-1][1] == -math.inf

@@ -73,6 +73,8 @@ class GreedyPricing(PricingOracle):
         self.restarts = restarts
         #: seconds the restarts beyond the first :data:`MIN_RESTARTS` may take per call
         self.restart_seconds = math.inf
+        #: perturb-and-climb rounds the last :meth:`perturbed` call ran
+        self.last_rounds = 0
         self._archive: list[np.ndarray] = []
         self._archive_values: list[float] = []
         self._archive_keys: set[bytes] = set()
@@ -94,16 +96,19 @@ class GreedyPricing(PricingOracle):
         return (self.utility.values(swaps) - base).reshape(inside.size, outside.size)
 
     def perturbed(self, lam: np.ndarray, start: np.ndarray, *, target: float | None = None,
-                  rounds: int = PERTURBATIONS, stop: float = math.inf, seed: int = 0) -> list[np.ndarray]:
+                  rounds: int = PERTURBATIONS, stop: float = math.inf, seed: int = 0,
+                  more_until: float = -math.inf) -> list[np.ndarray]:
         """Iterated local search on ``f + λ`` (Lourenço, Martin & Stützle, "Iterated Local Search",
         *Handbook of Metaheuristics*, 2003): swap ``2..max(3, k/3)`` random members of the best set
         for random outsiders, climb by best 1-swaps, keep the result when it is better.
 
         Returns the local optima that improved on the best, in order (the best last); stops
-        after ``rounds``, at ``stop`` (a ``time.perf_counter()`` value) or when a set reaches
-        ``target``.  Seeded by ``seed``: the same call gives the same sets.
+        after ``rounds`` (or, past them, at ``more_until``), at ``stop`` (both
+        ``time.perf_counter()`` values) or when a set reaches ``target``.  Seeded by ``seed``:
+        the same call gives the same sets.
         """
         rng = np.random.default_rng([seed, 17])
+        self.last_rounds = 0
         best = np.asarray(start, dtype=bool)
         best_value = float(self.utility.values(best[None, :])[0] + best @ lam)
         scale = max(1.0, abs(best_value))
@@ -112,9 +117,12 @@ class GreedyPricing(PricingOracle):
         if width < 1:
             return improved
         largest = min(width, max(3, self.k // 3))
-        for _ in range(rounds):
+        done = 0
+        while done < rounds or time.perf_counter() < more_until:
+            done += 1
             if time.perf_counter() >= stop or (target is not None and best_value >= target):
                 break
+            self.last_rounds = done
             trial = best.copy()
             count = int(rng.integers(min(2, largest), largest + 1))
             trial[rng.choice(np.flatnonzero(best), count, replace=False)] = False
