@@ -7,8 +7,9 @@ runs for ``SECONDS`` (default 600) with the search of the exact pricing stopping
 rounds (:data:`fairsched.lp.pricing.milp.TARGET_SEARCH_VS_MILP` = 0, the code before
 session 46), and records every exact call made with a target that the search missed and
 the MILP then reached: its ``λ``, its target and the sets the heuristic remembered then.
-Each such call's start (the heuristic's best set, as the call computed it) is rebuilt on a
-fresh pricing oracle, and the iterated local search
+Each such call's start is rebuilt on a fresh pricing oracle by its heuristic from those sets
+(with the restarts it always makes; the call itself may have made more, as time allowed),
+and the iterated local search
 (:meth:`fairsched.lp.pricing.greedy.GreedyPricing.perturbed`) runs from it with ``SEEDS``
 seeds (default 20) for at most ``ROUNDS`` rounds (default 3,000).  Printed per call: when it
 was made, the MILP's seconds and branch-and-bound nodes in the run, and per seed the round
