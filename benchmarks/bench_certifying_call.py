@@ -52,9 +52,8 @@ def record(seed: int, seconds: float) -> dict:
 
     def state(oracle) -> dict:
         keys, last_used, epoch, noted = oracle.model.cut_pool()
-        search = oracle.heuristic
         return {"keys": [(key[1], key[2]) for key in keys], "last_used": last_used, "epoch": epoch,
-                "noted": noted, "archive": (np.array(search._archive), np.array(search._archive_values)),
+                "noted": noted, "archive": oracle.heuristic.remembered(),
                 "milp_seconds": oracle._milp_seconds}
 
     return bench_pricing.last_exact_call(CASE, seconds, snapshot=state, seed=seed)
@@ -70,9 +69,7 @@ def restored(seed: int, call: dict, levels: int | None = None):
         term.add_cuts(model, points.astype(int), taus.astype(float))
         if model.num_cuts == len(call["last_used"]):  # with other start rows some cuts are rows already
             model.restore_usage(call["last_used"], call["epoch"], call["noted"])
-    packed, values = call["archive"]
-    if len(packed):
-        oracle.heuristic.remember(np.unpackbits(packed, axis=1, count=oracle.n).astype(bool), values)
+    oracle.heuristic.remember(*call["archive"])
     oracle._milp_seconds = call["milp_seconds"]
     oracle.heuristic.restart_seconds = milp.RESTARTS_VS_MILP * oracle._milp_seconds
     return oracle

@@ -40,8 +40,7 @@ def missed_targets(case: str, seed: int, seconds: float) -> list[dict]:
     start = time.perf_counter()
 
     def keep(call, self, lam, *args, **kwargs):
-        heuristic = self.heuristic
-        archive = (np.array(heuristic._archive), np.array(heuristic._archive_values))
+        archive = self.heuristic.remembered()
         rounds, nodes, began = self.stats["rounds"], self.stats["nodes"], time.perf_counter()
         result = call(self, lam, *args, **kwargs)
         target = kwargs.get("target")
@@ -66,9 +65,7 @@ def rounds_to_target(case: str, seed: int, call: dict, seeds: int, rounds: int) 
     target (``None``: not within ``rounds``); and the seconds per round."""
     oracle = pricing_oracle(bench_pricing.problem(case, seed), bench_pricing.GAP)
     search = oracle.heuristic
-    packed, values = call["archive"]
-    if len(packed):
-        search.remember(np.unpackbits(packed, axis=1, count=oracle.n).astype(bool), values)
+    search.remember(*call["archive"])
     lam = call["lam"]
     start = search(lam).columns[0]
     reached, total_rounds, began = [], 0, time.perf_counter()

@@ -147,3 +147,23 @@ def test_milp_call_extends_the_search_only_with_a_target(monkeypatch):
     assert share > 0 and began + share <= seen[-1][1] <= seen[-1][0] + share
     oracle(lam)
     assert seen[-1][1] == -math.inf
+
+
+def test_remembered_sets_come_back_in_order_and_rebuild_the_archive():
+    """``remembered`` gives the sets ``remember`` kept (each once, oldest first) with their
+    values; handed to another search's ``remember``, they rebuild the same archive."""
+    rng = np.random.default_rng(4)
+    utility = make_utility("coverage", 13, rng)
+    search = GreedyPricing(utility, 4)
+    assert search.remembered()[0].shape == (0, 13)
+    masks = np.zeros((5, 13), dtype=bool)
+    for row in masks:
+        row[rng.choice(13, 4, replace=False)] = True
+    values = utility.values(masks)
+    search.remember(masks[:3], values[:3])
+    search.remember(masks[1:], values[1:])  # two seen already
+    kept, kept_values = search.remembered()
+    assert (kept == masks).all() and np.array_equal(kept_values, values)
+    again = GreedyPricing(utility, 4)
+    again.remember(*search.remembered())
+    assert all(np.array_equal(a, b) for a, b in zip(again.remembered(), (kept, kept_values)))

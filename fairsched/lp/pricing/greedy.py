@@ -119,10 +119,9 @@ class GreedyPricing(PricingOracle):
         largest = min(width, max(3, self.k // 3))
         done = 0
         while done < rounds or time.perf_counter() < more_until:
-            done += 1
             if time.perf_counter() >= stop or (target is not None and best_value >= target):
                 break
-            self.last_rounds = done
+            done += 1
             trial = best.copy()
             count = int(rng.integers(min(2, largest), largest + 1))
             trial[rng.choice(np.flatnonzero(best), count, replace=False)] = False
@@ -132,6 +131,7 @@ class GreedyPricing(PricingOracle):
             if value > best_value + 1e-12 * scale:
                 best, best_value = trial, value
                 improved.append(trial)
+        self.last_rounds = done
         return improved
 
     def _climb(self, chosen: np.ndarray, lam: np.ndarray, scale: float,
@@ -174,8 +174,8 @@ class GreedyPricing(PricingOracle):
         if self._archive:
             # Multi-start: the sets returned before that score best under the new prices
             # (column generation's duals move little between calls, so they are good starts).
-            masks = np.unpackbits(np.array(self._archive), axis=1, count=self.n).astype(bool)
-            score = np.array(self._archive_values) + masks @ lam
+            masks, values = self.remembered()
+            score = values + masks @ lam
             starts.extend(masks[np.argsort(-score)[: self.restarts]])
         columns = [chosen]
         began = time.perf_counter()
@@ -193,6 +193,14 @@ class GreedyPricing(PricingOracle):
         best = float(result.values[0] + result.columns[0] @ lam)
         return PricingResult(result.columns, result.values, result.upper_bound,
                              exact=is_tight(best, result.upper_bound))
+
+    def remembered(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sets kept by :meth:`remember`, oldest first, as ``(m, n)`` boolean masks, and
+        their ``f``: given back to :meth:`remember`, they rebuild the archive."""
+        if not self._archive:
+            return np.zeros((0, self.n), dtype=bool), np.zeros(0)
+        return (np.unpackbits(np.array(self._archive), axis=1, count=self.n).astype(bool),
+                np.array(self._archive_values))
 
     def remember(self, columns: np.ndarray, values: np.ndarray) -> None:
         """Keep these sets (with their ``f``) as local-search starts for later calls; the

@@ -26,6 +26,7 @@ import numpy as np
 
 from fairsched.utilities import ConcaveModular, Coverage, FacilityLocation, Mixture, Modular
 from fairsched.utilities.base import SetFunction
+from fairsched.utilities.concave_modular import CONCAVE
 
 #: the largest ``T × width`` state built (16 Mi cells: 128 MiB of float64)
 MAX_STATE_CELLS = 1 << 24
@@ -132,7 +133,7 @@ class ConcaveRounds:
 
     def __init__(self, utility: ConcaveModular, rounds: int):
         self.features = utility.features
-        self.phi = utility._phi
+        self.phi = CONCAVE[utility.concave]
         self.sums = np.zeros((rounds, self.features.shape[0]))
 
     def worker_gains(self, u: int) -> np.ndarray:

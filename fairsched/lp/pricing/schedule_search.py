@@ -173,9 +173,13 @@ def _fill(state: RoundGains, masks: np.ndarray, sizes: np.ndarray, k: int) -> No
     fast, as with large overlapping covers), the block's gains are computed afresh."""
     short = np.flatnonzero(sizes < k)
     block = max(1, FILL_WORK // max(1, state.work()))
+
+    def outsiders_gains(rounds: np.ndarray) -> np.ndarray:
+        return np.where(masks[rounds], -np.inf, state.round_gains(rounds))
+
     for start in range(0, short.size, block):
         rounds = short[start:start + block]
-        stale = np.where(masks[rounds], -np.inf, state.round_gains(rounds))
+        stale = outsiders_gains(rounds)
         rows, missed = np.arange(rounds.size), 0
         while rows.size:
             lead = stale[rows].argmax(axis=1)
@@ -183,7 +187,7 @@ def _fill(state: RoundGains, masks: np.ndarray, sizes: np.ndarray, k: int) -> No
             joins = stale[rows, lead] >= stale[rows].max(axis=1)
             missed += rows.size - int(joins.sum())
             if missed > REFRESHES_PER_ROUND * rows.size:
-                stale[rows] = np.where(masks[rounds[rows]], -np.inf, state.round_gains(rounds[rows]))
+                stale[rows] = outsiders_gains(rounds[rows])
                 lead = stale[rows].argmax(axis=1)
                 joins, missed = np.ones(rows.size, dtype=bool), 0
             row, u = rows[joins], lead[joins]
