@@ -1,6 +1,7 @@
 """Benchmark: the call that certifies facility location's gap, replayed with variations.
 
-    python benchmarks/bench_certifying_call.py [--seed S] [--seconds T] [--budget B] VARIANT ...
+    python benchmarks/bench_certifying_call.py [--seed S] [--seconds T] [--budget B] [--rounds]
+                                               [--save FILE | --load FILE] VARIANT ...
 
 Column generation on ``facility-location`` of ``bench_pricing.py`` (the generator's seed
 ``S``, default 1) runs for ``T`` seconds (default 600) with the defaults and records its
@@ -14,23 +15,43 @@ builds it) holding that pool and those sets, each with ``B`` seconds (default 20
 - ``margin=X``: with ``enough`` and ``target`` raised by ``X`` (a bound that certifies
   with that much more room);
 - ``levels=N``: with :data:`fairsched.lp.pricing.facility_location.START_LEVELS` ``= N``;
+- ``rows-at=P,Q,...``: with each point's threshold rows at the similarity positions ``P``,
+  ``Q``, ... (0: the most similar worker) added to the model before the call, beyond the
+  rows from the start;
+- ``neighbours=N``: before the MILP, the rows tight at the ``N`` best one-swap neighbours of
+  each of the call's six best sets so far (by ``f + λ``) are added wherever the model
+  over-estimates them;
 - ``highs:OPTION=VALUE``: with a HiGHS option set on the model;
 - ``scip``: the model at the call's ``λ`` (its pool included) written as MPS and solved by
   SCIP (the ``scip`` extra) with ``enough`` as its objective limit and its heuristics off:
   the branch and bound alone, without the local search or the cut loop (its CPU seconds are
   printed too: in the runs recorded SCIP used well under one core).
 
+``--save FILE`` keeps the recorded call (a pickle) and ``--load FILE`` replays one kept so,
+without the run.  HiGHS fixes its thread count at the first solve of a process, so
+``highs:threads=N`` takes effect only as the first variant of a ``--load`` process, and then
+for every variant of it (in this
+case's calls HiGHS's branch and bound keeps two threads busy on a two-core machine).
+
 Printed per variant: seconds, cut-loop rounds, branch-and-bound nodes, the best set's value,
-the certified bound and whether it certified (bound at or below ``enough``).
+the certified bound and whether it certified (bound at or below ``enough``).  With
+``--rounds``, also each MILP solve of the cut loop: its seconds, nodes and status, and the
+points at which the model over-estimates the solve's incumbent, with the position of the
+point's best member in the incumbent among the point's workers by decreasing similarity (0:
+its most similar; the rows from the start reach position ``START_LEVELS − 1``).  A solve
+whose incumbent is over-estimated cannot certify: it ends at a set the model values at the
+target or above, its rows are added, and the next solve starts again from the root.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import pickle
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 import bench_start_cuts  # noqa: E402
 
+import fairsched.lp.pricing.facility_location as facility_location  # noqa: E402
 import fairsched.lp.pricing.milp as milp  # noqa: E402
 from fairsched.lp.solve import pricing_oracle  # noqa: E402
 from fairsched.solvers.lp import set_option  # noqa: E402
@@ -75,35 +97,113 @@ def restored(seed: int, call: dict, levels: int | None = None):
     return oracle
 
 
+class RoundLog:
+    """Stands in for a pricing oracle's HiGHS object and records each MILP solve of its cut
+    loop (the LP relaxation's solves report no nodes and are not recorded)."""
+
+    def __init__(self, oracle):
+        self._h, self._term, self._n = oracle.h, oracle.terms[0][1], oracle.n
+        self.rounds: list[dict] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._h, name)
+
+    def run(self):
+        began = time.perf_counter()
+        status = self._h.run()
+        info = self._h.getInfo()
+        if info.mip_node_count > 0:
+            self.rounds.append({"seconds": time.perf_counter() - began, "nodes": int(info.mip_node_count),
+                                "status": self._h.modelStatusToString(self._h.getModelStatus()),
+                                **self._over_estimated(np.asarray(self._h.getSolution().col_value))})
+        return status
+
+    def _over_estimated(self, solution: np.ndarray) -> dict:
+        """Where the model's point values exceed the incumbent's true ones: the best member's
+        position in each such point's order, and the weighted excess."""
+        term = self._term
+        x = solution[: self._n] > 0.5
+        if solution.size < self._n or not x.any() or term.residual.shape[0] == 0:
+            return {"positions": [], "excess": 0.0}
+        true = term.residual[:, x].max(axis=1)
+        excess = solution[term.columns] - true
+        over = np.flatnonzero(excess > facility_location.CUT_TOLERANCE * np.maximum(1.0, true))
+        positions = np.argmax(x[term.order[over]], axis=1) if over.size else np.zeros(0, dtype=int)
+        return {"positions": sorted(positions.tolist()),
+                "excess": float(term.multiplicity[over] @ excess[over]) if over.size else 0.0}
+
+
+def add_rows_at(oracle, positions: list[int]) -> int:
+    """Each point's threshold rows at these positions of its similarity order (where the
+    threshold is positive and below the one before it); how many rows were added."""
+    term = oracle.terms[0][1]
+    added = 0
+    for position in positions:
+        if 0 < position < term.sorted.shape[1]:
+            tau = term.sorted[:, position]
+            distinct = np.flatnonzero((tau > 0) & (tau < term.sorted[:, position - 1]))
+            added += term.add_cuts(oracle.model, distinct, tau[distinct])
+    return added
+
+
+@contextlib.contextmanager
+def neighbours_separated(count: int) -> Iterator[None]:
+    """Inside the block, the exact part of a call first adds the rows tight at the ``count``
+    best one-swap neighbours (by ``f + λ``) of each of its six best sets so far."""
+    exact = milp.MilpPricing._solve_exactly
+
+    def separated(self, lam, target, enough, stop, warm, columns, best, best_mask, *rest):
+        sets = [best_mask] + list(columns[:5])
+        neighbours = []
+        for mask in sets:
+            inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
+            gains = self.swap_deltas(self.utility, mask) + lam[outside][None, :] - lam[inside][:, None]
+            top = np.argsort(-gains, axis=None)[:count]
+            out, into = np.unravel_index(top, gains.shape)
+            swapped = np.repeat(mask[None, :], top.size, axis=0)
+            swapped[np.arange(top.size), inside[out]] = False
+            swapped[np.arange(top.size), outside[into]] = True
+            neighbours.append(swapped)
+        self._separate_at_sets(np.concatenate(neighbours))
+        return exact(self, lam, target, enough, stop, warm, columns, best, best_mask, *rest)
+
+    milp.MilpPricing._solve_exactly = separated
+    try:
+        yield
+    finally:
+        milp.MilpPricing._solve_exactly = exact
+
+
 def replay(seed: int, call: dict, variant: str, budget: float) -> dict:
     options = dict(call["options"])
-    levels, highs = None, {}
-    if variant.startswith("margin="):
+    levels, highs, rows_at, neighbours = None, {}, [], 0
+    if variant.startswith("rows-at="):
+        rows_at = [int(position) for position in variant.split("=")[1].split(",")]
+    elif variant.startswith("neighbours="):
+        neighbours = int(variant.split("=")[1])
+    elif variant.startswith("margin="):
         options = {name: value + float(variant.split("=")[1]) for name, value in options.items()}
     elif variant.startswith("levels="):
         levels = int(variant.split("=")[1])
     elif variant.startswith("highs:"):
         name, value = variant[len("highs:"):].split("=")
-        highs[name] = _option_value(value)
+        highs[name] = bench_pricing.option_value(value)
     elif variant != "recorded":
         raise SystemExit(f"unknown variant {variant!r}")
     oracle = restored(seed, call, levels)
     for name, value in highs.items():
         set_option(oracle.h, name, value)
+    added = add_rows_at(oracle, rows_at)
+    log = oracle.h = RoundLog(oracle)
     oracle.deadline = time.perf_counter() + budget
     started = time.perf_counter()
-    result = oracle(call["lam"], **options)
+    with neighbours_separated(neighbours) if neighbours else contextlib.nullcontext():
+        result = oracle(call["lam"], **options)
     best = float(result.values[0] + result.columns[0] @ call["lam"])
     return {"seconds": time.perf_counter() - started, "rounds": oracle.stats["rounds"],
             "nodes": oracle.stats["nodes"], "best": best, "upper": float(result.upper_bound),
-            "certified": options.get("enough") is not None and result.upper_bound <= options["enough"]}
-
-
-def _option_value(text: str) -> object:
-    for cast in (int, float):
-        with contextlib.suppress(ValueError):
-            return cast(text)
-    return {"true": True, "false": False}.get(text.lower(), text)
+            "certified": options.get("enough") is not None and result.upper_bound <= options["enough"],
+            "solves": log.rounds, "rows": oracle.model.num_row, "rows_added": added}
 
 
 def scip(seed: int, call: dict, budget: float) -> dict:
@@ -135,8 +235,17 @@ def scip(seed: int, call: dict, budget: float) -> dict:
 
 
 def run(seed: int = 1, seconds: float = 600.0, budget: float = 200.0,
-        variants: tuple[str, ...] = ("recorded",)) -> list[dict]:
-    call = record(seed, seconds)
+        variants: tuple[str, ...] = ("recorded",), rounds: bool = False,
+        save: str | None = None, load: str | None = None) -> list[dict]:
+    if load is not None:
+        with open(load, "rb") as file:
+            kept = pickle.load(file)
+        seed, seconds, call = kept["seed"], kept["seconds"], kept["call"]
+    else:
+        call = record(seed, seconds)
+    if save is not None:
+        with open(save, "wb") as file:
+            pickle.dump({"seed": seed, "seconds": seconds, "call": call}, file)
     print(f"seed {seed}: " + bench_pricing.call_header(CASE, call, seconds), flush=True)
     rows = []
     for variant in variants:
@@ -145,7 +254,15 @@ def run(seed: int = 1, seconds: float = 600.0, budget: float = 200.0,
         print(f"  {variant:32s} {row['seconds']:6.1f} s  {row['rounds']:2d} rounds  {row['nodes']:6d} nodes  "
               f"best set {row['best']:.6f}  bound {row['upper']:.6f}  "
               f"{'certified' if row['certified'] else 'not certified'}"
-              + (f"  ({row['cpu']:.1f} s of CPU)" if "cpu" in row else ""), flush=True)
+              + (f"  ({row['cpu']:.1f} s of CPU)" if "cpu" in row else "")
+              + (f"  ({row['rows_added']} rows added, {row['rows']} rows at the end)" if row.get("rows_added") else ""),
+              flush=True)
+        for i, solve in enumerate(row.get("solves", []) if rounds else []):
+            where = (f"over-estimated at {len(solve['positions'])} point(s), best member at position(s) "
+                     f"{solve['positions']}, excess {solve['excess']:.4f}" if solve["positions"] else
+                     "incumbent valued exactly")
+            print(f"    solve {i + 1}: {solve['seconds']:6.1f} s  {solve['nodes']:6d} nodes  {solve['status']};  {where}",
+                  flush=True)
         rows.append(row)
     return rows
 
@@ -155,6 +272,12 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=600.0)
     parser.add_argument("--budget", type=float, default=200.0)
+    parser.add_argument("--rounds", action="store_true",
+                        help="print each MILP solve of the cut loop and where its incumbent is over-estimated")
+    kept = parser.add_mutually_exclusive_group()
+    kept.add_argument("--save", metavar="FILE", help="keep the recorded call in FILE")
+    kept.add_argument("--load", metavar="FILE", help="replay the call kept in FILE instead of recording one "
+                                                     "(--seed and --seconds are then the file's)")
     parser.add_argument("variants", nargs="*", default=["recorded"])
     args = parser.parse_args()
-    run(args.seed, args.seconds, args.budget, tuple(args.variants))
+    run(args.seed, args.seconds, args.budget, tuple(args.variants), args.rounds, args.save, args.load)

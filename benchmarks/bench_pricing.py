@@ -45,7 +45,7 @@ repeat them as a change log.)
 
     python benchmarks/bench_pricing.py [--perturbations N] [--time-limit S] [--trace] [--seed S]
                                        [--cut-pool-rows N] [--start-levels N] [--target-search X]
-                                       [--workers N]
+                                       [--highs OPTION=VALUE ...] [--workers N]
                                        [--no-tailing-off] [--duals] [--pool-nonzeros N]
                                        [--concave-backend auto|highs|scip] [CASE ...]
 """
@@ -348,6 +348,14 @@ def last_exact_call(case: str, seconds: float,
     return seen
 
 
+def option_value(text: str) -> object:
+    """A HiGHS option's value from the command line: an int, a float, a boolean or the text."""
+    for cast in (int, float):
+        with contextlib.suppress(ValueError):
+            return cast(text)
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
 def call_header(case: str, call: dict[str, Any], seconds: float) -> str:
     """One line naming a call :func:`last_exact_call` recorded: when, and its options."""
     options = {k: round(v, 6) for k, v in call["options"].items() if v is not None}
@@ -512,6 +520,11 @@ if __name__ == "__main__":
                              f"longest MILP solve so far (default {milp.TARGET_SEARCH_VS_MILP:g}; 0: not past its "
                              "rounds, as before session 46; benchmarks/README.md, \"A longer search before a "
                              "targeted MILP\")")
+    parser.add_argument("--highs", nargs="+", default=[], metavar="OPTION=VALUE",
+                        help="HiGHS options of the facility-location pricing models (not a mixture's), over the "
+                             "package's (e.g. mip_pscost_minreliable=1: reliability branching; not threads, which HiGHS "
+                             "fixes at a process's first solve; benchmarks/README.md, \"The certifying call's cut "
+                             "loop, threads and branching\")")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="facility location only: n = N workers, k = N/10, N/2 points (the case's "
                              "proportions; where the 1e-4 goal stops being met, benchmarks/README.md)")
@@ -533,6 +546,11 @@ if __name__ == "__main__":
         facility_location.START_LEVELS = args.start_levels
     if args.target_search is not None:
         milp.TARGET_SEARCH_VS_MILP = args.target_search
+    for setting in args.highs:
+        name, _, value = setting.partition("=")
+        if not value:
+            parser.error(f"--highs takes OPTION=VALUE, got {setting!r}")
+        facility_location.HIGHS_OPTIONS[name] = option_value(value)
     for name in args.cases or list(CASES):
         solve(name, args.time_limit, args.trace, args.seed, args.workers, tailing_off=not args.no_tailing_off,
               duals=args.duals, pool_nonzeros=args.pool_nonzeros)

@@ -560,6 +560,25 @@ def test_facility_cuts_from_the_start_are_the_sorted_threshold_rows(seed: int, m
     assert mixture.model.num_row == base_rows
 
 
+def test_facility_location_highs_options_reach_its_model_only(monkeypatch) -> None:
+    """``facility_location.HIGHS_OPTIONS`` are set on a facility-location pricing model over the
+    package's options, are read when the model is built, and leave a mixture's model (another
+    kind) with the package's; the calls stay exact."""
+    n, k = 12, 4
+    utility, _, lam = seeded_oracle("facility-location", 0, n, k, 1.0)
+    option = "mip_pscost_minreliable"
+    assert milp.HIGHS_OPTIONS[option] == 0
+    monkeypatch.setattr(facility_location, "HIGHS_OPTIONS", {option: 3})
+    oracle = FacilityLocationPricing(utility, k, perturbations=0)
+    assert oracle.h.getOptionValue(option)[1] == 3
+    assert oracle.h.getOptionValue("mip_heuristic_run_rins")[1] is False  # the package's stay
+    check(oracle, utility, k, lam, must_be_exact=True)
+    mixture = MixturePricing(Mixture([utility, Modular(np.ones(n))], [1.0, 1.0]), k, perturbations=0)
+    assert mixture.h.getOptionValue(option)[1] == 0
+    monkeypatch.setattr(facility_location, "HIGHS_OPTIONS", {})
+    assert FacilityLocationPricing(utility, k, perturbations=0).h.getOptionValue(option)[1] == 0
+
+
 @pytest.mark.parametrize("kind", ["sqrt", "facility-location"])
 def test_dropping_idle_cuts_keeps_the_relaxation_optimum(kind: str, monkeypatch) -> None:
     """The cuts binding at the cut LP relaxation's optimum are kept: after dropping the rest,

@@ -359,17 +359,7 @@ def test_a_mip_time_limit_counts_from_the_start_of_its_run() -> None:
 
     import highspy
 
-    from fairsched.solvers.lp import new_highs
-
-    rng = np.random.default_rng(0)
-    n, m = 60, 40
-    A = rng.integers(1, 30, (m, n)).astype(float)
-    h = new_highs()
-    inf = highspy.kHighsInf
-    h.passModel(n, m, m * n, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
-                rng.uniform(1, 10, n), np.zeros(n), np.ones(n), np.full(m, -inf), A.sum(axis=1) / 3,
-                np.arange(0, m * n + 1, m).astype(np.int32), np.tile(np.arange(m), n).astype(np.int32),
-                np.ascontiguousarray(A.T.reshape(-1)), np.ones(n, dtype=np.int32))
+    h = _knapsack_mip(np.random.default_rng(0), 60, 40)
     h.setOptionValue("time_limit", 0.3)
     for i in range(3):
         h.changeColCost(0, float(i + 1))
@@ -377,3 +367,41 @@ def test_a_mip_time_limit_counts_from_the_start_of_its_run() -> None:
         h.run()
         assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
         assert time.perf_counter() - started >= 0.25  # not stopped at once by the time run before
+
+
+def test_highs_declares_lazy_constraints_but_never_asks_for_them() -> None:
+    """Why the MILP pricing keeps its cut loop (``fairsched.lp.pricing.milp``): HiGHS (1.16)
+    declares a lazy-constraint callback type, but its branch and bound never calls it, while the
+    solution callback of the same solve is called.  If a HiGHS release starts asking, this
+    fails, and the loop's rounds could become one branch and bound."""
+    import highspy
+
+    h = _knapsack_mip(np.random.default_rng(1), 30, 10)
+    calls: dict[object, int] = {}
+
+    def count(callback_type, message, data_out, data_in, user_data) -> None:
+        calls[callback_type] = calls.get(callback_type, 0) + 1
+
+    kinds = highspy.cb.HighsCallbackType
+    h.setCallback(count, None)
+    h.startCallback(kinds.kCallbackMipDefineLazyConstraints)
+    h.startCallback(kinds.kCallbackMipSolution)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert calls.get(kinds.kCallbackMipSolution, 0) > 0
+    assert calls.get(kinds.kCallbackMipDefineLazyConstraints, 0) == 0
+
+
+def _knapsack_mip(rng: np.random.Generator, n: int, m: int):
+    """A HiGHS model of a random multi-dimensional knapsack: ``n`` binaries, ``m`` rows."""
+    import highspy
+
+    from fairsched.solvers.lp import new_highs
+
+    A = rng.integers(1, 30, (m, n)).astype(float)
+    h = new_highs()
+    h.passModel(n, m, m * n, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
+                rng.uniform(1, 10, n), np.zeros(n), np.ones(n), np.full(m, -highspy.kHighsInf), A.sum(axis=1) / 3,
+                np.arange(0, m * n + 1, m).astype(np.int32), np.tile(np.arange(m), n).astype(np.int32),
+                np.ascontiguousarray(A.T.reshape(-1)), np.ones(n, dtype=np.int32))
+    return h

@@ -75,6 +75,11 @@ CUT_TOLERANCE = 1e-10
 #: ``τ`` among its this many largest similarities are rows of the model from the start
 #: (module docstring, "Cuts from the start")
 START_LEVELS = 12
+#: HiGHS options of :class:`FacilityLocationPricing`'s model over
+#: :data:`fairsched.lp.pricing.milp.HIGHS_OPTIONS` (none: reliability branching, ``{"mip_pscost_minreliable":
+#: 1}``, was measured and not kept; ``benchmarks/README.md``, "The certifying call's cut loop, threads and
+#: branching")
+HIGHS_OPTIONS: dict[str, object] = {}
 
 
 def swap_deltas(utility: FacilityLocation, mask: np.ndarray) -> np.ndarray:
@@ -193,3 +198,6 @@ class FacilityLocationPricing(MilpPricing):
 
     def make_terms(self, utility: FacilityLocation) -> list[tuple[float, Term]]:
         return [(1.0, FacilityTerm(utility.similarity, self.k, START_LEVELS))]
+
+    def highs_options(self) -> dict[str, object]:
+        return dict(HIGHS_OPTIONS)

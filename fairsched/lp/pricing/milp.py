@@ -26,7 +26,12 @@ incumbent's true value ``f(x̂) + λ(x̂)`` is computed, and if the MILP over-es
 the terms add the rows that are tight at ``x̂`` and the MILP is solved again, until the
 incumbent's true value meets the MILP's dual bound within the MIP gap.  The loop ends:
 a round either adds a row that is tight at a ``k``-set where the model was not tight
-(finitely many), or the incumbent's value is the model's.
+(finitely many), or the incumbent's value is the model's.  Each round starts its branch and
+bound again from the root, since HiGHS takes no rows during one (1.16 declares a
+lazy-constraint callback type that its branch and bound never calls; pinned by
+``tests/test_solvers.py``); on facility location ``n = 400`` (seed 0) three of the certifying
+call's four rounds ended at a set over-estimated at a single point, 42 of its 79–85 s
+(``python benchmarks/bench_certifying_call.py --seed 0 --rounds``).
 
 **Cut pool.**  Cuts are valid for every λ, so they may be kept across calls (later calls
 then need fewer rounds), but every row slows every LP of every branch and bound.  Measured
@@ -344,7 +349,7 @@ class MilpPricing(PricingOracle):
         self.heuristic.restart_seconds = 0.0
         self.model = MilpModel(self.n, self.k)
         self.h = self.model.h
-        for option, value in HIGHS_OPTIONS.items():
+        for option, value in {**HIGHS_OPTIONS, **self.highs_options()}.items():
             set_option(self.h, option, value)
         self.set_rel_gap(rel_gap)
         self.terms = list(self.make_terms(utility) if terms is None else terms)
@@ -370,6 +375,10 @@ class MilpPricing(PricingOracle):
     # -- configuration -----------------------------------------------------------------
     def make_terms(self, utility: SetFunction) -> list[tuple[float, Term]]:
         raise NotImplementedError
+
+    def highs_options(self) -> dict[str, object]:
+        """HiGHS options of this kind's model, over :data:`HIGHS_OPTIONS` (none here)."""
+        return {}
 
     @property
     def x_cost(self) -> np.ndarray:
