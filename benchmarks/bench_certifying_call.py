@@ -30,8 +30,10 @@ builds it) holding that pool and those sets, each with ``B`` seconds (default 20
 ``--save FILE`` keeps the recorded call (a pickle) and ``--load FILE`` replays one kept so,
 without the run.  HiGHS fixes its thread count at the first solve of a process, so
 ``highs:threads=N`` takes effect only as the first variant of a ``--load`` process, and then
-for every variant of it (in this
-case's calls HiGHS's branch and bound keeps two threads busy on a two-core machine).
+for every variant of it.  (In this case's calls HiGHS's branch and bound keeps two threads
+busy on a two-core machine; with one, the certifying calls of seeds 0 and 1 took 1.5–1.7
+times as long: ``benchmarks/README.md``, "The certifying call's cut loop, threads and
+branching".)
 
 Printed per variant: seconds, cut-loop rounds, branch-and-bound nodes, the best set's value,
 the certified bound and whether it certified (bound at or below ``enough``).  With

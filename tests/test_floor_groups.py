@@ -4,6 +4,8 @@ certificate."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -200,8 +202,8 @@ def test_exact_calls_of_the_grouped_phase_ask_only_for_what_the_gap_needs(seed, 
     masters = []
     solve_master = fg._best_distribution
 
-    def spy(values, coverage, need):
-        solved = solve_master(values, coverage, need)
+    def spy(values, coverage, need, time_limit=None):
+        solved = solve_master(values, coverage, need, time_limit)
         masters.append((-float(solved.fun), -float(solved.eqlin.marginals[0])))
         return solved
 
@@ -237,3 +239,53 @@ def test_exact_calls_of_the_grouped_phase_ask_only_for_what_the_gap_needs(seed, 
         assert enough == pytest.approx(value + slack + lam @ r, rel=1e-12)
     bound = phase.pricing_bound - phase.prices @ r
     assert relative_gap(phase.aggregated_value, bound) <= colgen.ENOUGH_SHARE * gap * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_out_of_time_the_rotation_takes_the_uniform_mixture(seed, monkeypatch):
+    """With no time left for the rotation LP, the uniform mixture over each support set's
+    rotations (weighted by the aggregated optimum) stands in: it meets every floor, is worth
+    exactly ``Σ_j w_j · mean_s f(rotation s of S_j)`` (duplicate sets merged), at most the
+    LP's optimum, and on interchangeable fillers as much (``U_opt``)."""
+    captured = []
+    original = fg._rotated_start
+
+    def spy(*args):
+        captured.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(fg, "_rotated_start", spy)
+    if seed < 3:
+        problem = filler_problem(seed)
+    else:  # groups forced over workers that matter: rotation changes f
+        problem = problem_from_table(facility_location_instance(n=12, k=3, points=30, seed=seed))
+        _, by_floor = np.unique(np.round(problem.r, 9), return_inverse=True)
+        monkeypatch.setattr(solve_module, "floor_groups", lambda r, prices: by_floor.ravel())
+    optimum(problem, method="column-generation", gap=1e-9)
+    utility, r, support, weights, groups, start, _ = captured[0]
+    by_lp, rotated_lp = original(utility, r, support, weights, groups, start, None)
+    uniform, rotated = original(utility, r, support, weights, groups, start, time.perf_counter() - 1.0)
+    everyone = fg.rotations(support, groups)
+    shifts = len(everyone) // len(support)
+    expected = float(np.tile(weights, shifts) @ utility.values(everyone.to_masks())) / (shifts * weights.sum())
+    if not rotated:  # the uniform mixture misses a floor here: the start's distribution stays
+        assert not (everyone.marginals(np.tile(weights, shifts) / (shifts * weights.sum())) >= r - 1e-9).all()
+        assert uniform.value() == pytest.approx(start.value(), abs=1e-12)
+        return
+    assert rotated_lp
+    assert (uniform.columns.marginals(uniform.probabilities) >= r - 1e-9).all()
+    assert uniform.probabilities.sum() == pytest.approx(1.0)
+    assert uniform.value() == pytest.approx(max(start.value(), expected), abs=1e-9)
+    assert uniform.value() <= by_lp.value() + 1e-9
+    if seed < 3:
+        assert uniform.value() == pytest.approx(by_lp.value(), abs=1e-7)
+        assert uniform.value() > start.value()
+        # each distinct rotated set carries the shares of all its copies
+        shares: dict[bytes, float] = {}
+        for mask, share in zip(everyone.to_masks(), np.tile(weights, shifts) / (shifts * weights.sum())):
+            shares[mask.tobytes()] = shares.get(mask.tobytes(), 0.0) + share
+        rotated_part = slice(len(start.columns), None)
+        got = dict(zip((m.tobytes() for m in uniform.columns.to_masks()[rotated_part]),
+                       uniform.probabilities[rotated_part]))
+        assert got.keys() == shares.keys()
+        assert all(got[key] == pytest.approx(shares[key], abs=1e-12) for key in shares)
