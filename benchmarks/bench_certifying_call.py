@@ -127,7 +127,7 @@ class RoundLog:
         x = solution[: self._n] > 0.5
         if solution.size < self._n or not x.any() or term.residual.shape[0] == 0:
             return {"positions": [], "excess": 0.0}
-        true = term.residual[:, x].max(axis=1)
+        true = term.start(x)
         excess = solution[term.columns] - true
         over = np.flatnonzero(excess > facility_location.CUT_TOLERANCE * np.maximum(1.0, true))
         positions = np.argmax(x[term.order[over]], axis=1) if over.size else np.zeros(0, dtype=int)
@@ -137,15 +137,10 @@ class RoundLog:
 
 def add_rows_at(oracle, positions: list[int]) -> int:
     """Each point's threshold rows at these positions of its similarity order (where the
-    threshold is positive and below the one before it); how many rows were added."""
+    threshold is positive and below the one before it), position by position; how many rows
+    were added."""
     term = oracle.terms[0][1]
-    added = 0
-    for position in positions:
-        if 0 < position < term.sorted.shape[1]:
-            tau = term.sorted[:, position]
-            distinct = np.flatnonzero((tau > 0) & (tau < term.sorted[:, position - 1]))
-            added += term.add_cuts(oracle.model, distinct, tau[distinct])
-    return added
+    return sum(term.add_threshold_rows(oracle.model, np.array([position])) for position in positions)
 
 
 @contextlib.contextmanager
@@ -159,7 +154,7 @@ def neighbours_separated(count: int) -> Iterator[None]:
         neighbours = []
         for mask in sets:
             inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-            gains = self.swap_deltas(self.utility, mask) + lam[outside][None, :] - lam[inside][:, None]
+            gains = self.heuristic.swap_gains(mask) + lam[outside][None, :] - lam[inside][:, None]
             top = np.argsort(-gains, axis=None)[:count]
             out, into = np.unravel_index(top, gains.shape)
             swapped = np.repeat(mask[None, :], top.size, axis=0)

@@ -30,8 +30,8 @@ uniform mixture over rotations of the aggregated optimum meets every ``r_u``.  I
 computed exactly (rotation changes ``f`` where the members are not interchangeable), and an LP
 over the rotated sets picks the best distribution among them: a feasible lower bound on
 ``U_opt``.  (At a time limit the LP gets only the time left; without it the uniform mixture
-stands in, where it meets every floor.)  Where the group's members are interchangeable it equals ``U_agg``, and the
-bound at ``λ_agg`` closes the gap.
+stands in, where it meets every floor.)  Where the group's members are interchangeable it
+equals ``U_agg``, and the bound at ``λ_agg`` closes the gap.
 
 **Groups** (:func:`floor_groups`): workers with the same floor and the same *positive*
 continuous-relaxation price share a group (the relaxation prices them alike because it cannot
@@ -288,8 +288,7 @@ def _rotated_start(utility: SetFunction, r: np.ndarray, support: Columns, weight
     optimum when it meets every floor, as it does where every group's size divides the largest
     (module docstring): a feasible distribution, at most the LP's value."""
     everyone = rotations(support, groups)
-    keys = everyone.hashes()
-    _, first = np.unique(keys, return_index=True)
+    _, first, where = np.unique(everyone.hashes(), return_index=True, return_inverse=True)
     rotated = everyone.take(np.sort(first))
     values = column_values(utility, rotated)
     left = None if deadline is None else deadline - time.perf_counter()
@@ -305,9 +304,8 @@ def _rotated_start(utility: SetFunction, r: np.ndarray, support: Columns, weight
     if left is not None:
         # out of time for the LP: the uniform mixture, its duplicate sets merged
         shares = np.tile(np.asarray(weights, dtype=float), len(everyone) // len(support))
-        _, where = np.unique(keys, return_inverse=True)
         merged = np.bincount(where, weights=shares)[np.argsort(first)]  # in the order of rotated
-        merged = np.clip(merged, 0.0, None) / merged.sum()
+        merged /= merged.sum()
         if (rotated.marginals(merged) >= r - 1e-9).all():
             return better_start(start, StartingPool(rotated, values, merged)), True
     joined = Columns.concatenate([start.columns, rotated], rotated.n)

@@ -155,10 +155,19 @@ class FacilityTerm(Term):
         levels = min(self.start_levels, self.sorted.shape[1])
         if m and levels > 1:
             # every point's cuts at its best few similarities, as permanent rows (module docstring)
-            point, level = np.repeat(np.arange(m), levels - 1), np.tile(np.arange(1, levels), m)
-            tau = self.sorted[point, level]
-            distinct = (tau > 0) & (tau < self.sorted[point, level - 1])
-            self.add_cuts(model, point[distinct], tau[distinct])
+            self.add_threshold_rows(model, np.arange(1, levels))
+
+    def add_threshold_rows(self, model: MilpModel, positions: np.ndarray) -> int:
+        """Every point's cuts at the thresholds ``τ`` at these positions of its similarities in
+        decreasing order (0: the largest; positions from 1 up), where ``τ`` is positive and
+        below the one before it; how many rows were added (point by point)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        positions = positions[(positions > 0) & (positions < self.sorted.shape[1])]
+        m = self.sorted.shape[0]
+        point, level = np.repeat(np.arange(m), positions.size), np.tile(positions, m)
+        tau = self.sorted[point, level]
+        distinct = (tau > 0) & (tau < self.sorted[point, level - 1])
+        return self.add_cuts(model, point[distinct], tau[distinct])
 
     def start(self, x: np.ndarray) -> np.ndarray:
         if self.residual.shape[0] == 0:
