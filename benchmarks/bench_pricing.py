@@ -423,8 +423,8 @@ def aggregated_values_printed(started: float) -> Iterator[None]:
     original = floor_groups._best_distribution
     last = [math.nan]
 
-    def solve(values, coverage, need):
-        solved = original(values, coverage, need)
+    def solve(values, coverage, need, time_limit=None):
+        solved = original(values, coverage, need, time_limit=time_limit)
         value = -float(solved.fun) if solved.status == 0 else math.nan
         if not math.isclose(value, last[0], rel_tol=1e-12):
             print(f"    aggregated master at {time.perf_counter() - started:6.1f} s: value {value:.6f}", flush=True)

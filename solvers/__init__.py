@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "DistributionLPResult": "lp",
     "LPTimeLimitError": "lp",
     "lagrangian_bound": "lp",
+    "kth_smallest": "selection",
+    "largest": "selection",
     "new_highs": "lp",
     "set_option": "lp",
     "solve_distribution_lp": "lp",

@@ -153,7 +153,8 @@ def test_most_urgent_equals_a_full_sort_however_many_workers_tie(seed, shape):
     keys where one value fills most of the pool (the case ``kth_smallest`` sorts instead of
     partitioning), on few values and on spread ones, it returns exactly the first ``count``
     of a full lexicographic sort, in that order, whatever the order of the pool."""
-    from fairsched.policies.refill import kth_smallest, most_urgent
+    from fairsched.policies.refill import most_urgent
+    from fairsched.solvers.selection import kth_smallest
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 4000))
     if shape == "one value fills most":

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairsched.policies.base import DEBT_TOLERANCE
+from fairsched.solvers.selection import kth_smallest
 
 
 def urgency_keys(r: np.ndarray, debt: np.ndarray) -> np.ndarray:
@@ -31,9 +32,9 @@ def urgency_keys(r: np.ndarray, debt: np.ndarray) -> np.ndarray:
 def most_urgent(pool: np.ndarray, keys: np.ndarray, debt: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` workers of ``pool`` (indices) by (key, −debt, index), in that order.
 
-    Each tie level is cut, not sorted: :func:`kth_smallest` finds the ``count``-th key, the
-    workers tied at it are cut the same way by debt, those tied on both by index, and only
-    the ``count`` chosen are sorted. With equal floors and counts tens of thousands of
+    Each tie level is cut, not sorted: :func:`~fairsched.solvers.selection.kth_smallest`
+    finds the ``count``-th key, the workers tied at it are cut the same way by debt, those
+    tied on both by index, and only the ``count`` chosen are sorted. With equal floors and counts tens of thousands of
     workers may share a key; sorting them all took most of a round at ``n = 100,000``.
     """
     if count <= 0 or pool.size == 0:
@@ -44,33 +45,12 @@ def most_urgent(pool: np.ndarray, keys: np.ndarray, debt: np.ndarray, count: int
     return pool[order[:count]]
 
 
-#: values sampled by :func:`kth_smallest` to spot one value filling much of the array
-SAMPLE = 512
-
-
-def kth_smallest(values: np.ndarray, index: int) -> np.generic:
-    """``np.sort(values)[index]``, in ``O(|values|)`` where the data allow.
-
-    ``np.partition`` (introselect) is linear on spread-out values but an order of magnitude
-    slower where one value fills much of the array, which is what urgency keys look like
-    when many workers share a floor and a count (measured on such keys of 95,000 workers:
-    13.6 ms against 1.0 ms for a sort, and 1.0 ms against 4.6 ms for a sort on distinct
-    values). A strided sample of ``SAMPLE`` values tells the two apart: if one value is a
-    quarter of it, the array is sorted instead.
-    """
-    sample = values[::max(1, values.size // SAMPLE)]
-    _, counts = np.unique(sample, return_counts=True)
-    if 4 * counts.max() >= sample.size:
-        return np.sort(values)[index]
-    return np.partition(values, index)[index]
-
-
 def first_by(pool: np.ndarray, ranks: tuple[np.ndarray, ...], count: int) -> np.ndarray:
     """The ``count`` workers of ``pool`` first by the tuple ``ranks`` (compared in order), unordered.
 
     ``ranks`` are arrays aligned with ``pool``; the last must have no ties (the index). Each
-    level is cut by :func:`kth_smallest`, and only the workers tied at its cut go on to the
-    next.
+    level is cut by :func:`~fairsched.solvers.selection.kth_smallest`, and only the workers
+    tied at its cut go on to the next.
     """
     rank, rest = ranks[0], ranks[1:]
     if pool.size <= count:
