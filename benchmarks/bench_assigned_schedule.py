@@ -1,4 +1,4 @@
-"""Benchmark: the two first schedules of the schedule search, side by side.
+"""Benchmark: the first schedules of the schedule search, side by side.
 
     python benchmarks/bench_assigned_schedule.py [--seed S] [CASE ...]
 
@@ -6,10 +6,14 @@ For each case of ``bench_pricing.py`` (default: those whose start the schedule s
 builds), the schedule of ``T`` rounds that meets the rounded-up floors is built twice, in the
 same process: by McNaughton's wrap-around rule on the deficits, blind to ``f``
 (:func:`~fairsched.lp.pricing.schedule_search.initial_schedule`, the only one before session
-45), and greedily on ``f`` (:func:`~fairsched.lp.pricing.schedule_search.assigned_schedule`).
-Printed per case: ``T``, the systematic sample's value (:func:`~fairsched.lp.pricing.initial.
-initial_pool`), each schedule's value (its mean ``f`` over the rounds, a lower bound on
-``U_opt``) and seconds, and their ratio.  The search then starts from the better one.
+45), greedily on ``f`` (:func:`~fairsched.lp.pricing.schedule_search.assigned_schedule`),
+and greedily with each worker also asking for the rounds the continuous relaxation of the
+pricing gives it beyond its floor (:func:`~fairsched.lp.pricing.schedule_search.wished_schedule`,
+session 48).  Printed per case: ``T``, the systematic sample's value
+(:func:`~fairsched.lp.pricing.initial.initial_pool`), each schedule's value (its mean ``f``
+over the rounds, a lower bound on ``U_opt``; ``nan`` where none is built) and seconds, and
+the ratios of the assigned and the wished schedules to the blind one.  The search then
+starts from the best.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_pricing  # noqa: E402
 
 from fairsched.lp.pricing.initial import initial_pool, priority_order  # noqa: E402
+from fairsched.lp.solve import pricing_oracle  # noqa: E402
 from fairsched.lp.pricing.schedule_search import (  # noqa: E402
     assigned_schedule,
     default_rounds,
     floor_counts,
     initial_schedule,
+    wished_schedule,
 )
 
 CASES = ("coverage", "coverage-powerlaw", "coverage-geometric", "coverage-uniform",
@@ -40,7 +46,7 @@ CASES = ("coverage", "coverage-powerlaw", "coverage-geometric", "coverage-unifor
 
 
 def compare(case: str, seed: int = 0) -> dict:
-    """Both schedules of ``case`` (seed ``seed``): their values and seconds."""
+    """The schedules of ``case`` (seed ``seed``): their values and seconds."""
     problem = bench_pricing.problem(case, seed)
     utility, k, r = problem.utility, problem.k, np.asarray(problem.r, dtype=float)
     rounds = default_rounds(utility.n, k)
@@ -52,13 +58,21 @@ def compare(case: str, seed: int = 0) -> dict:
     started = time.perf_counter()
     assigned = assigned_schedule(utility, k, counts, rounds, np.random.default_rng([0, 31]), priority)
     assigned_seconds = time.perf_counter() - started
+    _, marginals = pricing_oracle(problem, bench_pricing.GAP).relaxation_solution(r)
+    started = time.perf_counter()
+    wished = None if marginals is None else wished_schedule(utility, k, counts, rounds, marginals,
+                                                            np.random.default_rng([0, 37]), priority)
+    wished_seconds = time.perf_counter() - started
     row = {"case": case, "seed": seed, "rounds": rounds, "sample": initial_pool(utility, k, r).value(),
            "blind": float(utility.values(blind).mean()), "blind_seconds": blind_seconds,
            "assigned": float("nan") if assigned is None else float(utility.values(assigned).mean()),
-           "assigned_seconds": assigned_seconds}
+           "assigned_seconds": assigned_seconds,
+           "wished": float("nan") if wished is None else float(utility.values(wished).mean()),
+           "wished_seconds": wished_seconds}
     print(f"{case:27s} seed {seed}  T {rounds:5d}  sample {row['sample']:10.4f}  "
           f"blind {row['blind']:10.4f} ({blind_seconds:4.1f} s)  assigned {row['assigned']:10.4f} "
-          f"({assigned_seconds:4.1f} s)  ratio {row['assigned'] / row['blind']:.4f}", flush=True)
+          f"({assigned_seconds:4.1f} s)  wished {row['wished']:10.4f} ({wished_seconds:4.1f} s)  "
+          f"ratios {row['assigned'] / row['blind']:.4f} {row['wished'] / row['blind']:.4f}", flush=True)
     return row
 
 

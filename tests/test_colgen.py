@@ -311,6 +311,28 @@ def test_accuracy_relaxation_duals_reach_jensens_bound():
     assert oracle(lam).upper_bound - lam @ r <= jensen + 1e-12
 
 
+@pytest.mark.parametrize("kind,cls", [("coverage", CoveragePricing), ("facility-location", FacilityLocationPricing)])
+@pytest.mark.parametrize("seed", range(6))
+def test_relaxation_solution_is_a_point_of_the_relaxation_with_its_duals(kind, cls, seed):
+    """The relaxation's optimum ``x*`` has ``Σ x* = k`` and ``r <= x* <= 1``; its duals are
+    :meth:`relaxation_duals`' (on a fresh model) and zero wherever ``x*`` is above its floor;
+    the Lagrangian bound at them is at least ``U_opt`` (enumerated)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 10))
+    k = int(rng.integers(2, n))
+    utility = random_utility(kind, n, rng)
+    r = random_floors(n, k, rng)
+    oracle = cls(utility, k)
+    lam, x = oracle.relaxation_solution(r)
+    assert x is not None
+    assert x.sum() == pytest.approx(k, abs=1e-9)
+    assert (x >= r - 1e-9).all() and (x <= 1 + 1e-12).all()
+    np.testing.assert_allclose(lam, cls(utility, k).relaxation_duals(r), atol=1e-9)
+    assert (lam[x > r + 1e-9] == 0).all()
+    bound = float(oracle(lam).upper_bound - lam @ r)
+    assert bound >= optimum(Problem(utility, k, r)).value - 1e-9
+
+
 @pytest.mark.parametrize("kind,cls", [("coverage", CoveragePricing),
                                       ("facility-location", FacilityLocationPricing),
                                       ("modular", ModularPricing), ("concave-modular", EnumerationPricing),

@@ -30,6 +30,7 @@ from fairsched.lp.pricing.schedule_search import (
     floor_counts,
     initial_schedule,
     schedule_search,
+    wished_schedule,
 )
 from fairsched.problem import Problem
 from fairsched.solvers.columns import Columns
@@ -100,6 +101,76 @@ def test_assigned_schedule_meets_every_count_or_gives_none(n, data):
     if masks is None:  # a worker found too few rounds with room: the caller falls back
         return
     assert_meets_every_count(masks, k, counts, rounds)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 14), st.data())
+def test_extra_rounds_never_cost_a_floor(n, data):
+    """With ``extra`` rounds asked for, a schedule is either not given (a later floor found too
+    few rounds with room) or meets every count with ``k`` workers in every round."""
+    k, rounds, counts = drawn_counts(data, n)
+    extra = np.array(data.draw(st.lists(st.integers(0, rounds), min_size=n, max_size=n)))
+    utility = facility(n, 6, data.draw(st.integers(0, 10)))
+    masks = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0), extra=extra)
+    if masks is not None:
+        assert_meets_every_count(masks, k, counts, rounds)
+
+
+def test_without_extra_rounds_the_assigned_schedule_is_unchanged():
+    n, k, rounds = 12, 4, 30
+    utility = facility(n, 8, 3)
+    counts = floor_counts(costly_floors(n, k), rounds)
+    plain = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(5))
+    zero = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(5), extra=np.zeros(n, dtype=np.int64))
+    np.testing.assert_array_equal(plain, zero)
+
+
+def test_wished_schedule_gives_the_relaxation_its_extra_rounds():
+    """Two big covers, small ones, and one worker whose elements the first big cover holds
+    (worth nothing beside it, so the fill never picks it): wished into 20 rounds beyond its
+    floor, it gets exactly those; the extras are ``⌊x*·T⌋ − c`` (the same schedule as
+    :func:`assigned_schedule` given them), every floor is met."""
+    rng = np.random.default_rng(2)
+    small = [rng.choice(40, size=3, replace=False).tolist() for _ in range(13)]
+    covers = [list(range(0, 20)), list(range(20, 40))] + small + [[0, 1]]
+    utility = Coverage(covers, np.ones(40))
+    k, rounds = 4, 40
+    r = np.full(len(covers), 0.1)
+    counts = floor_counts(r, rounds)
+    marginals = np.concatenate([[1.0, 1.0], np.full(13, 0.1), [0.6]])
+    masks = wished_schedule(utility, k, counts, rounds, marginals, np.random.default_rng(0))
+    assert_meets_every_count(masks, k, counts, rounds)
+    extra = np.maximum(0, np.floor(marginals * rounds + 1e-9).astype(np.int64) - counts)
+    assert extra.tolist() == [36, 36] + [0] * 13 + [20]
+    np.testing.assert_array_equal(
+        masks, assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0), extra=extra))
+    assert masks[:, -1].sum() == counts[-1] + 20
+    plain = assigned_schedule(utility, k, counts, rounds, np.random.default_rng(0))
+    assert plain[:, -1].sum() == counts[-1]  # without the wish, only its floor
+    # nothing to wish for: no schedule of its own
+    assert wished_schedule(utility, k, counts, rounds, r, np.random.default_rng(0)) is None
+
+
+def test_wished_schedule_halves_the_extras_where_they_crowd_out_a_floor():
+    """A small cover (found by a random search) where the full extra rounds leave a later
+    floor too few rounds with room: the wished schedule is then the one with half of them,
+    and it meets every floor."""
+    rng = np.random.default_rng(681)
+    n = int(rng.integers(4, 9))
+    k, rounds = int(rng.integers(2, n)), int(rng.integers(2, 8))
+    covers = [np.flatnonzero(rng.random(8) < 0.4).tolist() or [0] for _ in range(n)]
+    utility = Coverage(covers, rng.uniform(0.5, 2, 8))
+    counts = np.array([1, 2, 3, 0, 0, 2, 0])
+    extra = np.array([2, 0, 0, 2, 0, 1, 2])
+    assert (n, k, rounds) == (7, 4, 3)
+    marginals = (counts + extra) / rounds
+    masks = wished_schedule(utility, k, counts, rounds, marginals, np.random.default_rng(0))
+    assert_meets_every_count(masks, k, counts, rounds)
+    # the same two tries by hand, on one generator as wished_schedule draws them
+    tries = np.random.default_rng(0)
+    assert assigned_schedule(utility, k, counts, rounds, tries, extra=extra) is None
+    halved = assigned_schedule(utility, k, counts, rounds, tries, extra=extra // 2)
+    np.testing.assert_array_equal(masks, halved)
 
 
 def clustered_coverage(clusters: int, copies: int, seed: int) -> Coverage:

@@ -324,7 +324,11 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     pool = initial_pool(problem.utility, problem.k, r, caps=problem.caps, deadline=until(0.25),
                         priority=priority)
     heuristic = getattr(oracle, "heuristic", None)
-    relaxation = oracle.relaxation_duals(r) if hasattr(oracle, "relaxation_duals") else None
+    relaxation, marginals = None, None
+    if hasattr(oracle, "relaxation_solution"):
+        relaxation, marginals = oracle.relaxation_solution(r)
+    elif hasattr(oracle, "relaxation_duals"):
+        relaxation = oracle.relaxation_duals(r)
     groups = None
     if heuristic is not None and problem.caps is None and relaxation is not None:
         groups = floor_groups(r, relaxation)
@@ -346,7 +350,8 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # where pricing needs a MILP the master climbs slowly from the sample: a whole
         # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
-                                   deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority)
+                                   deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority,
+                                   marginals=marginals if getattr(oracle, "wished_start", False) else None)
         pool = better_start(pool, schedule)
     elif type(problem.utility) is AccuracyUtility:
         # f = g(L(S)): sets of alike size reach Jensen's bound where the sample's spread of

@@ -117,6 +117,7 @@ class CoveragePricing(MilpPricing):
 
     name = "coverage-milp"
     swap_deltas = staticmethod(swap_deltas)
+    wished_start = True
 
     def make_terms(self, utility: Coverage) -> list[tuple[float, Term]]:
         return [(1.0, CoverageTerm(utility, self.k))]

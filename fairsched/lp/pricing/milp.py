@@ -329,6 +329,14 @@ class MilpPricing(PricingOracle):
     exact = True
     accepts_target = True
     accepts_enough = True
+    #: whether column generation's schedule search also starts from the schedule that gives
+    #: each worker the rounds the continuous relaxation wishes it
+    #: (:func:`~fairsched.lp.pricing.schedule_search.wished_schedule`): only where measured
+    #: to help (coverage: ``coverage-geometric`` 1.54e-2 against 3.65e-2 at 120 s); on the
+    #: generators' mixture and concave ``log1p`` it started higher but certified later (all
+    #: four mixture seeds by 5-11 s, ``log1p`` by up to 23 s; ``benchmarks/README.md``,
+    #: "Wished schedules")
+    wished_start = False
     swap_deltas: SwapDeltas | None = None
 
     def __init__(self, utility: SetFunction, k: int, *, max_columns: int = 10,
@@ -656,6 +664,17 @@ class MilpPricing(PricingOracle):
         term over-estimates its function on the integer points.  Column generation prices
         this λ first (``docs/mathematics.md`` §3, starting pool).
         """
+        return self.relaxation_solution(r)[0]
+
+    def relaxation_solution(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`relaxation_duals` and the relaxation's optimum ``x*`` (marginals in
+        ``[0, 1]`` summing to ``k``, at least ``r``), ``None`` when it was not solved.
+
+        ``x*`` says how often each worker would be picked if every term were as good as its
+        outer approximation on fractional points: the schedule search takes it as a wish
+        for how many rounds each worker should have beyond its floor
+        (:func:`~fairsched.lp.pricing.schedule_search.schedule_search`).
+        """
         r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
         h = self.h
         idx = self._x_index
@@ -666,10 +685,11 @@ class MilpPricing(PricingOracle):
         finally:
             h.changeColsBounds(self.n, idx, np.zeros(self.n), np.ones(self.n))
         if solution is None:
-            return np.zeros(self.n)
+            return np.zeros(self.n), None
+        x = np.clip(np.asarray(solution.col_value)[: self.n], 0.0, 1.0)
         lam = np.clip(-np.asarray(solution.col_dual)[: self.n], 0.0, None)
-        lam[np.asarray(solution.col_value)[: self.n] > r + 1e-9] = 0.0
-        return lam
+        lam[x > r + 1e-9] = 0.0
+        return lam, x
 
 
 def _at_most(upper: float, enough: float | None) -> bool:

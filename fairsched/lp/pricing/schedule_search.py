@@ -23,9 +23,20 @@ search builds a whole feasible schedule at once and improves its value directly:
    (:func:`assigned_schedule`; ``O(T·nnz)`` for coverage, ``O(T·points·n)`` for facility
    location).  It is a greedy for the assignment of workers to rounds, in the spirit of
    list scheduling (Graham, "Bounds on multiprocessing timing anomalies", 1969), on the
-   schedule's total value.  The better of the two schedules is searched; on uniformly
-   random covers and on covers by discs, the assigned one is worth 13–19 % more before any
-   swap (``benchmarks/README.md``, "Assigned schedules").
+   schedule's total value.  On uniformly random covers and on covers by discs, the assigned
+   one is worth 13–19 % more before any swap (``benchmarks/README.md``, "Assigned
+   schedules").  A third schedule (:func:`wished_schedule`, where the pricing has a
+   continuous relaxation) places each worker's floor together with the rounds the
+   relaxation's optimum ``x*`` gives it beyond (``⌊x*_u·T⌋ − c_u``), largest workers first:
+   the floors alone leave ``k·T − Σ c`` places to the fill, which takes them round by round,
+   while ``x*`` says which workers deserve them, and placed with their floors they spread
+   over the rounds.  It is the best of the three on 11 of 15 cases, by up to 4.4 % over the
+   better of the other two (covers by discs; ``python
+   benchmarks/bench_assigned_schedule.py``; ``benchmarks/README.md``, "Wished schedules").
+   The best of the three is searched.  Column generation asks for the third only where the
+   pricing kind says so (:attr:`~fairsched.lp.pricing.milp.MilpPricing.wished_start`:
+   coverage), since on the generators' mixture and concave ``log1p`` its higher start led
+   to later certificates.
 3. **Swaps.** In round ``t`` a member ``u`` is exchanged for an outsider ``v``, either alone,
    when ``u`` has more rounds than ``c_u``, worth ``f(S_t − u + v) − f(S_t)``, or together
    with a partner round ``t'`` that holds ``v`` but not ``u`` and takes ``u`` in exchange
@@ -77,6 +88,11 @@ PASS_GAIN = 1e-4
 #: operations per block of rounds in :func:`_fill` (its gains: 32 MiB of float64 for
 #: facility location)
 FILL_WORK = 1 << 22
+#: shares of the relaxation's extra rounds tried in turn by :func:`wished_schedule` until one
+#: leaves room for every floor (where the extras fill the rounds, a later floor can find too
+#: few rounds with room: ``coverage-uniform``, ``facility-location-gaussian`` and
+#: ``concave-sqrt-sparse`` of ``benchmarks/bench_pricing.py`` at the full share)
+EXTRA_SHARES = (1.0, 0.5)
 #: :func:`_fill` recomputes a block's gains after this many refreshes per round that did not
 #: lead: a compromise between gains that fall fast and slowly (scratch runs, seconds to fill
 #: ``coverage-powerlaw`` / ``facility-location-uniform`` of ``benchmarks/bench_pricing.py``:
@@ -126,7 +142,7 @@ def initial_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: i
 
 def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: int,
                       rng: np.random.Generator, priority: Priority | None = None,
-                      deadline: float | None = None) -> np.ndarray | None:
+                      deadline: float | None = None, extra: np.ndarray | None = None) -> np.ndarray | None:
     """``rounds`` boolean masks of ``k`` workers in which every ``u`` appears at least
     ``counts[u]`` times, built greedily on ``f`` (step 2 of the module docstring, where the
     utility has a :func:`~fairsched.lp.pricing.round_gains.round_gains_for` state), or ``None``
@@ -136,7 +152,9 @@ def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: 
     Workers in decreasing singleton value each take the ``counts[u]`` rounds with room where
     they gain most, so workers that overlap land in different rounds; then each round is
     filled to ``k`` by greedy gain.  Ties go to a random round (``rng``), so alike workers
-    spread out."""
+    spread out.  ``extra`` (optional, per worker) asks for that many more rounds, taken with the
+    worker's count where there is room beyond what the floors of the workers still to come
+    need."""
     n = utility.n
     state = round_gains_for(utility, rounds)
     if state is None:
@@ -145,11 +163,18 @@ def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: 
     masks = np.zeros((rounds, n), dtype=bool)
     sizes = np.zeros(rounds, dtype=np.int64)
     jitter = rng.random(rounds)
-    for u in by_value[counts[by_value] > 0]:
-        c = int(counts[u])
+    wanted = counts if extra is None else counts + extra
+    # the rounds still owed to the floors of the workers not yet placed: extras never take them
+    owed = int(counts[wanted > 0].sum())
+    free = k * rounds
+    for u in by_value[wanted[by_value] > 0]:
+        owed -= int(counts[u])
         room = sizes < k
-        if int(room.sum()) < c or (deadline is not None and time.perf_counter() > deadline):
+        c = min(int(wanted[u]), int(counts[u]) + max(0, free - int(counts[u]) - owed), int(room.sum()))
+        if c < counts[u] or (deadline is not None and time.perf_counter() > deadline):
             return None
+        if c == 0:
+            continue
         gains = state.worker_gains(int(u))
         # among equal gains, the emptier rounds first, then a random one
         tie = 1e-9 * max(1.0, float(np.abs(gains).max())) * (jitter - sizes) / (k + 1)
@@ -158,8 +183,34 @@ def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: 
         state.add(np.full(c, u), chosen)
         masks[chosen, u] = True
         sizes[chosen] += 1
+        free -= c
     _fill(state, masks, sizes, k)
     return masks
+
+
+def wished_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: int, marginals: np.ndarray,
+                    rng: np.random.Generator, priority: Priority | None = None,
+                    deadline: float | None = None) -> np.ndarray | None:
+    """:func:`assigned_schedule` where each worker also asks for the rounds the continuous
+    relaxation gives it beyond its floor: ``extra_u = max(0, ⌊x*_u·T⌋ − c_u)`` for the
+    relaxation's optimum ``x*`` (``marginals``), scaled by the first of
+    :data:`EXTRA_SHARES` that leaves room for every floor; ``None`` when none does, when
+    nobody asks for more or where :func:`assigned_schedule` gives none.
+
+    The floors alone leave ``k·T − Σ c_u`` places to the fill, which takes them round by round
+    greedily, blind to how the workers placed before it were spread; the relaxation says
+    which workers are worth more than their floor (``Σ x* = k``), and placed with their
+    floors, largest first, they land in the rounds where they overlap least."""
+    marginals = np.clip(np.asarray(marginals, dtype=float), 0.0, 1.0)
+    extra = np.maximum(0, np.floor(marginals * rounds + 1e-9).astype(np.int64) - counts)
+    if not extra.any():
+        return None
+    for share in EXTRA_SHARES:
+        masks = assigned_schedule(utility, k, counts, rounds, rng, priority, deadline,
+                                  extra=np.floor(extra * share).astype(np.int64))
+        if masks is not None:
+            return masks
+    return None
 
 
 def _fill(state: RoundGains, masks: np.ndarray, sizes: np.ndarray, k: int) -> None:
@@ -201,7 +252,8 @@ def _fill(state: RoundGains, masks: np.ndarray, sizes: np.ndarray, k: int) -> No
 def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: SwapGains, *,
                     rounds: int | None = None, deadline: float | None = None,
                     max_passes: int = MAX_PASSES, beat: float | None = None,
-                    seed: int = 0, priority: Priority | None = None) -> StartingPool | None:
+                    seed: int = 0, priority: Priority | None = None,
+                    marginals: np.ndarray | None = None) -> StartingPool | None:
     """The schedule of the module docstring as a starting pool: its distinct sets, each
     weighted by the share of rounds it fills, and their ``f``.
 
@@ -218,6 +270,8 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     120 s with them, against optimal at 1e-4 in about 100 s without).  Seeded by ``seed``:
     without a deadline the same call gives the same pool.  ``priority`` goes to
     :func:`initial_schedule` and :func:`assigned_schedule`, which also stops at ``deadline``.
+    ``marginals`` (the continuous relaxation's optimum, where the pricing has one) adds a
+    third first schedule, :func:`wished_schedule`; the search starts from the best.
     """
     n = utility.n
     r = np.asarray(r, dtype=float)
@@ -231,12 +285,16 @@ def schedule_search(utility: SetFunction, k: int, r: np.ndarray, swap_gains: Swa
     rng = np.random.default_rng([seed, 29])
     masks = initial_schedule(utility, k, counts, rounds, rng, priority)
     values = utility.values(masks)
-    assigned = assigned_schedule(utility, k, counts, rounds, np.random.default_rng([seed, 31]), priority,
-                                 deadline)
-    if assigned is not None:
-        assigned_values = utility.values(assigned)
-        if assigned_values.mean() > values.mean():
-            masks, values = assigned, assigned_values
+    others = [assigned_schedule(utility, k, counts, rounds, np.random.default_rng([seed, 31]), priority,
+                                deadline)]
+    if marginals is not None:
+        others.append(wished_schedule(utility, k, counts, rounds, marginals, np.random.default_rng([seed, 37]),
+                                      priority, deadline))
+    for other in others:
+        if other is not None:
+            other_values = utility.values(other)
+            if other_values.mean() > values.mean():
+                masks, values = other, other_values
     # the first pass's order is drawn before the passes: the swap values of its first round
     # tell whether there are any, and are that step's
     order = rng.permutation(rounds)
