@@ -154,7 +154,7 @@ def neighbours_separated(count: int) -> Iterator[None]:
         neighbours = []
         for mask in sets:
             inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-            gains = self.heuristic.swap_gains(mask) + lam[outside][None, :] - lam[inside][:, None]
+            gains = self.heuristic.priced_swap_gains(mask, lam)
             top = np.argsort(-gains, axis=None)[:count]
             out, into = np.unravel_index(top, gains.shape)
             swapped = np.repeat(mask[None, :], top.size, axis=0)

@@ -72,8 +72,7 @@ def choice_alone(seed: int = 0, count: int = 10) -> dict:
     oracle = pricing_oracle(problem, bench_pricing.GAP)
     duals = oracle.relaxation_duals(np.asarray(problem.r, dtype=float))
     mask = np.asarray(oracle.heuristic.price(duals).columns[0], dtype=bool)
-    inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-    swaps = (oracle.heuristic.swap_gains(mask) - duals[inside][:, None] + duals[outside][None, :]).ravel()
+    swaps = oracle.heuristic.priced_swap_gains(mask, duals).ravel()
 
     def microseconds(choose) -> float:
         times = []

@@ -96,6 +96,15 @@ class GreedyPricing(PricingOracle):
         base = float(self.utility.values(mask[None, :])[0])
         return (self.utility.values(swaps) - base).reshape(inside.size, outside.size)
 
+    def priced_swap_gains(self, mask: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
+        """:meth:`swap_gains` on ``f + λ``: ``f(S − u + v) − f(S) − λ_u + λ_v`` (``None`` as
+        there)."""
+        mask = np.asarray(mask, dtype=bool)
+        gains = self.swap_gains(mask)
+        if gains is None:
+            return None
+        return gains - lam[mask][:, None] + lam[~mask][None, :]
+
     def perturbed(self, lam: np.ndarray, start: np.ndarray, *, target: float | None = None,
                   rounds: int = PERTURBATIONS, stop: float = math.inf, seed: int = 0,
                   more_until: float = -math.inf) -> list[np.ndarray]:
@@ -142,11 +151,10 @@ class GreedyPricing(PricingOracle):
         chosen = chosen.copy()
         deltas = None
         for _ in range(self.max_swaps):
-            deltas = self.swap_gains(chosen)
+            deltas = self.priced_swap_gains(chosen, lam)
             if deltas is None or deltas.size == 0:
                 return chosen, []
             inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)
-            deltas = deltas - lam[inside][:, None] + lam[outside][None, :]
             i, j = np.unravel_index(int(np.argmax(deltas)), deltas.shape)
             if not deltas[i, j] > 1e-12 * scale:
                 break

@@ -166,10 +166,10 @@ def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: 
     wanted = counts if extra is None else counts + extra
     # the rounds still owed to the floors of the workers not yet placed: extras never take them
     owed = int(counts[wanted > 0].sum())
-    free = k * rounds
     for u in by_value[wanted[by_value] > 0]:
         owed -= int(counts[u])
         room = sizes < k
+        free = k * rounds - int(sizes.sum())
         c = min(int(wanted[u]), int(counts[u]) + max(0, free - int(counts[u]) - owed), int(room.sum()))
         if c < counts[u] or (deadline is not None and time.perf_counter() > deadline):
             return None
@@ -183,7 +183,6 @@ def assigned_schedule(utility: SetFunction, k: int, counts: np.ndarray, rounds: 
         state.add(np.full(c, u), chosen)
         masks[chosen, u] = True
         sizes[chosen] += 1
-        free -= c
     _fill(state, masks, sizes, k)
     return masks
 
