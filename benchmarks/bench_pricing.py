@@ -66,6 +66,7 @@ import pytest
 import fairsched
 import fairsched.lp.floor_groups as floor_groups
 import fairsched.lp.pricing.concave as concave
+import fairsched.lp.pricing.coverage as coverage_pricing
 import fairsched.lp.pricing.facility_location as facility_location
 import fairsched.lp.pricing.milp as milp
 import fairsched.lp.solve as solve_module
@@ -152,7 +153,8 @@ def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
     - ``powerlaw``: element popularity ``∝ rank^−0.8`` (ranks shuffled), each worker's number of
       elements lognormal around ``0.03·elements`` (σ = 1, between 1 and half the elements),
       drawn by popularity; weights lognormal (σ = 0.5); floors uniform on ``[0, 1.6·k/n]``;
-    - ``geometric``: elements and workers uniform in the unit square, each worker covering the
+    - ``geometric``: elements and workers uniform in a square of area ``n/1000`` (the unit
+      square at the case's size), each worker covering the
       elements within a radius uniform on ``[0.02, 0.1]`` (at least its nearest); weights uniform
       on ``[0.5, 1.5]``; floors decreasing in the weight a worker covers, ``Σ r = 0.85·k``;
     - ``uniform``: each worker covers a uniformly random subset of the elements, of a size
@@ -168,7 +170,9 @@ def untuned_coverage(family: str, seed: int = 0, n: int = 1000, k: int = 50,
         weights = rng.lognormal(0.0, 0.5, elements)
         floors = untuned_floors(rng, n, k)
     elif family == "geometric":
-        where_elements, where_workers = rng.uniform(0.0, 1.0, (elements, 2)), rng.uniform(0.0, 1.0, (n, 2))
+        # a square of area n/1000: other sizes keep the density of workers and elements
+        side = np.sqrt(n / 1000)
+        where_elements, where_workers = rng.uniform(0.0, side, (elements, 2)), rng.uniform(0.0, side, (n, 2))
         radius = rng.uniform(0.02, 0.1, n)
         weights = rng.uniform(0.5, 1.5, elements)
         covers = []
@@ -256,12 +260,16 @@ CASES = {
 
 
 def problem(case: str, seed: int = 0, workers: int | None = None) -> Problem:
-    """The case's instance; ``workers`` rescales facility location to ``n = workers`` with the
-    case's proportions (:func:`facility_location_table`)."""
+    """The case's instance; ``workers`` rescales facility location (:func:`facility_location_table`)
+    or covers by discs (``k = n/20``, ``2n`` elements, the same density: :func:`untuned_coverage`)
+    to ``n = workers`` with the case's proportions."""
     if workers is None:
         return problem_from_table(CASES[case](seed=seed))
+    if case == "coverage-geometric":
+        return problem_from_table(untuned_coverage("geometric", seed, n=workers, k=max(1, round(workers / 20)),
+                                                   elements=2 * workers))
     if case != "facility-location":
-        raise ValueError(f"only facility-location can be rescaled, not {case!r}")
+        raise ValueError(f"only facility-location and coverage-geometric can be rescaled, not {case!r}")
     return problem_from_table(facility_location_table(workers, seed))
 
 
@@ -526,14 +534,26 @@ if __name__ == "__main__":
                              "fixes at a process's first solve; benchmarks/README.md, \"The certifying call's cut "
                              "loop, threads and branching\")")
     parser.add_argument("--workers", type=int, metavar="N",
-                        help="facility location only: n = N workers, k = N/10, N/2 points (the case's "
-                             "proportions; where the 1e-4 goal stops being met, benchmarks/README.md)")
+                        help="facility location: n = N workers, k = N/10, N/2 points (the case's "
+                             "proportions; where the 1e-4 goal stops being met, benchmarks/README.md); "
+                             "coverage-geometric: k = N/20, 2N elements, the same density")
+    parser.add_argument("--schedule-share", type=float, metavar="X",
+                        help="the schedule search for the starting pool ends at X times the time limit, for every "
+                             "kind (default: the pricing kind's own, coverage 0.4, else "
+                             f"{solve_module.SCHEDULE_SHARE:g}; benchmarks/README.md, \"Sweeps of swaps between "
+                             "rounds\")")
     args = parser.parse_args()
-    if args.workers is not None and (args.workers < 10 or set(args.cases) != {"facility-location"}):
-        parser.error("--workers N (N >= 10) rescales the facility-location case only: name just that case")
+    if args.workers is not None and (args.workers < 10 or len(args.cases) != 1
+                                     or args.cases[0] not in ("facility-location", "coverage-geometric")):
+        parser.error("--workers N (N >= 10) rescales the facility-location or the coverage-geometric case: "
+                     "name just one of them")
     unknown = [name for name in args.cases if name not in CASES]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    if args.schedule_share is not None:
+        solve_module.SCHEDULE_SHARE = args.schedule_share
+        for kind in (milp.MilpPricing, coverage_pricing.CoveragePricing):
+            kind.schedule_share = args.schedule_share
     if args.perturbations is not None:
         import fairsched.lp.pricing.greedy as greedy
 

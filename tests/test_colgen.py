@@ -550,6 +550,36 @@ def test_purged_master_keeps_the_optimum_and_its_support(seed, monkeypatch):
     assert result.probabilities @ result.values == pytest.approx(result.value, abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_interior_point_solves_after_many_new_columns_keep_the_optimum(seed, monkeypatch):
+    # A start of every other k-set (63 columns, 10 rows) makes the first master solve an
+    # interior point one; the pricing's columns then come a few at a time (simplex, from the
+    # crossover's basis).  Every solve by interior point, or none, reaches the same optimum.
+    values, members, r = accuracy_lp(40 + seed)
+    reference = solve_distribution_lp(values, members, r).value
+    start = np.arange(0, len(values), 2)
+    assert start.size >= colgen.INTERIOR_POINT_COLUMNS_PER_ROW * (r.size + 1)
+    solvers = []
+    set_option = colgen._lp.set_option
+    monkeypatch.setattr(colgen._lp, "set_option",
+                        lambda h, name, value: (solvers.append(value) if name == "solver" else None,
+                                                set_option(h, name, value))[1])
+    results = {}
+    default = colgen.INTERIOR_POINT_COLUMNS_PER_ROW
+    for per_row in (default, 0, 10**9):
+        monkeypatch.setattr(colgen, "INTERIOR_POINT_COLUMNS_PER_ROW", per_row)
+        solvers.clear()
+        result = column_generation(values[start], members[start], r, enumeration_oracle(values, members),
+                                   gap=1e-9)
+        results[per_row] = (result, solvers.count("ipm"))
+        assert result.value == pytest.approx(reference, abs=1e-9)
+        assert result.upper_bound >= reference - 1e-12
+        assert (result.probabilities @ result.members >= r - 1e-8).all()
+    assert results[default][1] == 1                       # the first solve only
+    assert results[0][1] == results[0][0].iterations + 1    # every solve
+    assert results[10**9][1] == 0
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_stabilisation_heuristic_and_guesses_keep_the_optimum(seed):
     values, members, r = accuracy_lp(10 + seed)

@@ -350,7 +350,8 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         # where pricing needs a MILP the master climbs slowly from the sample: a whole
         # feasible schedule improved by swaps starts it higher (schedule_search's docstring)
         schedule = schedule_search(problem.utility, problem.k, r, heuristic.swap_gains,
-                                   deadline=until(SCHEDULE_SHARE), beat=pool.value(), priority=priority,
+                                   deadline=until(getattr(oracle, "schedule_share", None) or SCHEDULE_SHARE),
+                                   beat=pool.value(), priority=priority,
                                    marginals=marginals if getattr(oracle, "wished_start", False) else None)
         pool = better_start(pool, schedule)
     elif type(problem.utility) is AccuracyUtility:

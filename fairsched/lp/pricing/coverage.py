@@ -118,6 +118,13 @@ class CoveragePricing(MilpPricing):
     name = "coverage-milp"
     swap_deltas = staticmethod(swap_deltas)
     wished_start = True
+    #: the sweeps of swaps between rounds (:mod:`~fairsched.lp.pricing.round_swaps`) keep
+    #: lifting covers by discs long after the round-by-round swaps stall, and the master's
+    #: first solve over the swept schedule's sets lifts it further (``coverage-geometric``
+    #: of ``benchmarks/bench_pricing.py`` at 120 s: 1.31e-2 at 0.1 of the time, 1.06e-2 at
+    #: 0.25, 9.88e-3 at 0.4; ``coverage-powerlaw`` 1.21e-2 at 0.1, 8.24e-3 at 0.4;
+    #: ``benchmarks/README.md``, "Sweeps of swaps between rounds")
+    schedule_share = 0.4
 
     def make_terms(self, utility: Coverage) -> list[tuple[float, Term]]:
         return [(1.0, CoverageTerm(utility, self.k))]

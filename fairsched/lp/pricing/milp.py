@@ -337,6 +337,9 @@ class MilpPricing(PricingOracle):
     #: four mixture seeds by 5-11 s, ``log1p`` by up to 23 s; ``benchmarks/README.md``,
     #: "Wished schedules")
     wished_start = False
+    #: share of the time limit by which column generation's schedule search must end, where
+    #: the kind sets its own (else ``fairsched.lp.solve.SCHEDULE_SHARE``)
+    schedule_share: float | None = None
     swap_deltas: SwapDeltas | None = None
 
     def __init__(self, utility: SetFunction, k: int, *, max_columns: int = 10,
