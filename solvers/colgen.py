@@ -435,8 +435,9 @@ class _Master:
         replaces the primal simplex for one solve; its crossover leaves a basis, from which
         the later solves warm-start.  Why: from the slack basis the simplex crawls through a
         degenerate master (``coverage-geometric`` of ``benchmarks/bench_pricing.py``: 1,001
-        rows, 3,251 columns, 14,388 primal simplex iterations in 36.1 s, dual simplex 25.9 s,
-        interior point with crossover 10.3 s).
+        rows, 3,250 columns, 12,688 primal simplex iterations in 30.6 s, against 10.9 s by
+        interior point with crossover; ``benchmarks/README.md``, "Sweeps of swaps between
+        rounds").
         """
         _lp.set_time_limit(self.h, time_limit)
         interior = self._unsolved >= INTERIOR_POINT_COLUMNS_PER_ROW * (self.n + 1)
