@@ -84,6 +84,7 @@ import numpy as np
 from . import lp as _lp
 from .columns import Columns
 from .errors import InfeasibleLPError, SolverError
+from .interior import InteriorSolution, InteriorTimeLimit, solve_interior
 from .result import Result
 
 Progress = Callable[[int, float, float, float], None]
@@ -123,6 +124,14 @@ PURGE_ROWS = 4
 #: a master solve that follows at least this many new columns per row runs HiGHS's interior
 #: point method with crossover instead of the primal simplex (:meth:`_Master.solve`)
 INTERIOR_POINT_COLUMNS_PER_ROW = 2
+#: where Clarabel can solve the master (:data:`CLARABEL_MAX_ROWS`), a simplex solve is cut after
+#: this many seconds and the master solved by Clarabel instead, by it alone for the next
+#: :data:`CLARABEL_STAY` solves (:meth:`_Master.solve`)
+CLARABEL_PROBE_SECONDS = 1.0
+CLARABEL_STAY = 10
+#: Clarabel factors a dense normal matrix of the master's rows (its columns are dense there):
+#: ``rows³/3`` operations per iteration, 0.3 GFLOP at 1,001 rows
+CLARABEL_MAX_ROWS = 2_001
 #: the least time such a call for the bound is given
 MIN_BOUND_SECONDS = 0.5
 #: ``primal_columns`` is dropped for the rest of the run after this many iterations in a row
@@ -303,6 +312,9 @@ class _Master:
         self._cached: Columns | None = Columns.empty(n)
         self._seen: dict[int, list[int]] = {}
         self._unsolved = 0  # columns added since the last solve
+        self._clarabel_usable = True  # false once Clarabel is missing or did not solve it
+        self._clarabel_stay = 0  # solves left to Clarabel alone
+        self._interior: InteriorSolution | None = None  # the last solve's, when by Clarabel
 
     @property
     def size(self) -> int:
@@ -334,6 +346,7 @@ class _Master:
         """Delete the artificial slacks once the pool meets the floors (it keeps meeting them:
         a purge keeps the basic columns): λ is then no longer capped by, or stuck at, the penalty M."""
         self.h.deleteCols(self.n, np.arange(self.n, dtype=np.int32))
+        self._interior = None
         self.elastic = False
         self.offset -= self.n
 
@@ -390,12 +403,19 @@ class _Master:
         """
         if self.size <= keep:
             return 0
-        solution, basis = self.h.getSolution(), self.h.getBasis()
         index = np.arange(self.offset, self.offset + self.size)
-        reduced = np.asarray(solution.col_dual)[index]
-        status = np.asarray([int(s) for s in basis.col_status])[index] if basis.valid else None
-        basic = (status == int(highspy.HighsBasisStatus.kBasic)) if status is not None else \
-            (np.asarray(solution.col_value)[index] > 0)
+        if self._interior is not None:
+            # an interior optimum has no basis: its support (weights above a billionth of the
+            # largest) stays, and of the other columns those of highest reduced cost
+            reduced = self._interior.col_dual[index]
+            weights = self._interior.col_value[index]
+            basic = weights > 1e-9 * max(float(weights.max(initial=0.0)), 1e-300)
+        else:
+            solution, basis = self.h.getSolution(), self.h.getBasis()
+            reduced = np.asarray(solution.col_dual)[index]
+            status = np.asarray([int(s) for s in basis.col_status])[index] if basis.valid else None
+            basic = (status == int(highspy.HighsBasisStatus.kBasic)) if status is not None else \
+                (np.asarray(solution.col_value)[index] > 0)
         # a maximisation: non-basic columns have reduced cost <= 0, the best are nearest 0
         order = np.argsort(-np.where(basic, np.inf, reduced), kind="stable")
         drop = np.sort(order[keep:])
@@ -403,6 +423,7 @@ class _Master:
         if drop.size == 0:
             return 0
         self.h.deleteCols(drop.size, (drop + self.offset).astype(np.int32))
+        self._interior = None
         kept = np.setdiff1d(np.arange(self.size), drop, assume_unique=True)
         pool = self.pool().take(kept)
         self.values = self.values[kept]
@@ -426,21 +447,63 @@ class _Master:
         if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected new columns")
         self._unsolved += m
+        self._interior = None
 
     def solve(self, time_limit: float | None) -> _MasterSolution:
-        """The master optimum; ``_MasterTimeLimit`` when HiGHS stops at ``time_limit``.
+        """The master optimum; ``_MasterTimeLimit`` when the solver stops at ``time_limit``.
 
-        After many new columns (:data:`INTERIOR_POINT_COLUMNS_PER_ROW`; in practice the
-        first solve over a large starting pool) the interior point method with crossover
-        replaces the primal simplex for one solve; its crossover leaves a basis, from which
-        the later solves warm-start.  Why: from the slack basis the simplex crawls through a
-        degenerate master (``coverage-geometric`` of ``benchmarks/bench_pricing.py``: 1,001
-        rows, 3,250 columns, 12,688 primal simplex iterations in 30.6 s, against 10.9 s by
-        interior point with crossover; ``benchmarks/README.md``, "Sweeps of swaps between
-        rounds").
+        HiGHS's primal simplex solves it, warm-started from the last basis.  Two exceptions,
+        both for a degenerate master through which the simplex crawls:
+
+        - After many new columns (:data:`INTERIOR_POINT_COLUMNS_PER_ROW`; in practice the
+          first solve over a large starting pool) an interior point method replaces it for
+          one solve: HiGHS's with crossover, whose basis the later solves warm-start from
+          (``coverage-geometric`` of ``benchmarks/bench_pricing.py``: 1,001 rows, 3,250
+          columns, 12,688 primal simplex iterations in 30.6 s against 10.9 s; ``benchmarks/
+          README.md``, "Sweeps of swaps between rounds"), or Clarabel's where it applies.
+        - Where Clarabel applies (:mod:`fairsched.solvers.interior`; at most
+          :data:`CLARABEL_MAX_ROWS` rows), a simplex solve is cut at
+          :data:`CLARABEL_PROBE_SECONDS` and Clarabel solves the master, then alone for the
+          next :data:`CLARABEL_STAY` solves; the simplex resumes from where it was cut when
+          it is tried again.  On that master with the columns of one more iteration, 54.4 s
+          (16,435 simplex iterations) against 2.3 s by Clarabel (``python
+          benchmarks/bench_master_solvers.py``).
+
+        Clarabel's optimum is interior to the optimal face, not a vertex: more sets carry
+        weight, and its duals are central on their face.
         """
+        clarabel = self._clarabel_usable and self.n + 1 <= CLARABEL_MAX_ROWS
+        many = self._unsolved >= INTERIOR_POINT_COLUMNS_PER_ROW * (self.n + 1)
+        if clarabel and (many or self._clarabel_stay > 0):
+            self._clarabel_stay = max(0, self._clarabel_stay - 1)
+            solution = self._solve_clarabel(time_limit)
+            if solution is not None:
+                return solution
+            clarabel = False
+        self._interior = None
+        probe = clarabel and not many and (time_limit is None or time_limit > CLARABEL_PROBE_SECONDS)
+        started = time.perf_counter()
+        run_status, model_status = self._run_highs(CLARABEL_PROBE_SECONDS if probe else time_limit,
+                                                   interior=many and not clarabel)
+        if probe and model_status == highspy.HighsModelStatus.kTimeLimit:
+            left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+            self._clarabel_stay = CLARABEL_STAY
+            solution = self._solve_clarabel(left)
+            if solution is not None:
+                return solution
+            run_status, model_status = self._run_highs(left, interior=False)
+        self._unsolved = 0
+        if model_status == highspy.HighsModelStatus.kTimeLimit:
+            raise _MasterTimeLimit
+        if model_status != highspy.HighsModelStatus.kOptimal or run_status == highspy.HighsStatus.kError:
+            raise SolverError(f"HiGHS did not solve the master LP "
+                              f"(status: {self.h.modelStatusToString(model_status)})")
+        solution = self.h.getSolution()
+        return self._solution(np.asarray(solution.col_value), np.asarray(solution.row_dual))
+
+    def _run_highs(self, time_limit: float | None, interior: bool) -> tuple[object, object]:
+        """One HiGHS run (by interior point with crossover when ``interior``): its run and model status."""
         _lp.set_time_limit(self.h, time_limit)
-        interior = self._unsolved >= INTERIOR_POINT_COLUMNS_PER_ROW * (self.n + 1)
         if interior:
             _lp.set_option(self.h, "solver", "ipm")
             _lp.set_option(self.h, "run_crossover", "on")
@@ -449,16 +512,24 @@ class _Master:
         finally:
             if interior:
                 _lp.set_option(self.h, "solver", "simplex")
+        return run_status, self.h.getModelStatus()
+
+    def _solve_clarabel(self, time_limit: float | None) -> _MasterSolution | None:
+        """The master by Clarabel; ``None`` (and Clarabel not tried again) where it does not solve it."""
+        try:
+            interior = solve_interior(self.h, time_limit)
+        except InteriorTimeLimit:
+            raise _MasterTimeLimit from None
+        if interior is None:
+            self._clarabel_usable = False
+            return None
         self._unsolved = 0
-        model_status = self.h.getModelStatus()
-        if model_status == highspy.HighsModelStatus.kTimeLimit:
-            raise _MasterTimeLimit
-        if model_status != highspy.HighsModelStatus.kOptimal or run_status == highspy.HighsStatus.kError:
-            raise SolverError(f"HiGHS did not solve the master LP "
-                              f"(status: {self.h.modelStatusToString(model_status)})")
-        solution = self.h.getSolution()
-        col = np.asarray(solution.col_value)
-        row_dual = np.asarray(solution.row_dual) * self.scale
+        self._interior = interior
+        return self._solution(interior.col_value, interior.row_dual)
+
+    def _solution(self, col: np.ndarray, row_dual: np.ndarray) -> _MasterSolution:
+        """A solution read from HiGHS's column values and row duals (scaled objective)."""
+        row_dual = row_dual * self.scale
         # Same sign convention as solvers.lp: >= rows carry -λ_u, the equality row +μ; with
         # caps a binding cap carries +ν_u and ``lam`` is the signed π = λ − ν.
         lam = -row_dual[: self.n]

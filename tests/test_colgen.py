@@ -11,6 +11,7 @@ import time
 from typing import ClassVar
 
 import fairsched.solvers.lp
+import highspy
 import numpy as np
 import pytest
 from conftest import INSTANCES, bundled_instances
@@ -559,6 +560,7 @@ def test_interior_point_solves_after_many_new_columns_keep_the_optimum(seed, mon
     reference = solve_distribution_lp(values, members, r).value
     start = np.arange(0, len(values), 2)
     assert start.size >= colgen.INTERIOR_POINT_COLUMNS_PER_ROW * (r.size + 1)
+    monkeypatch.setattr(colgen, "CLARABEL_MAX_ROWS", 0)  # HiGHS's interior point, not Clarabel's
     solvers = []
     set_option = colgen._lp.set_option
     monkeypatch.setattr(colgen._lp, "set_option",
@@ -578,6 +580,64 @@ def test_interior_point_solves_after_many_new_columns_keep_the_optimum(seed, mon
     assert results[default][1] == 1                       # the first solve only
     assert results[0][1] == results[0][0].iterations + 1    # every solve
     assert results[10**9][1] == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_clarabel_master_keeps_the_optimum_and_its_certificate(seed, monkeypatch):
+    # Every solve by Clarabel (each counts as one after many new columns), from an elastic
+    # start (the first four sets miss floors), with a purge after every iteration that reads
+    # the interior optimum's support and reduced costs: the optimum, the floors and the
+    # certificate are those of the LP.
+    values, members, r = accuracy_lp(50 + seed)
+    reference = solve_distribution_lp(values, members, r).value
+    calls = []
+    solve = colgen.solve_interior
+    monkeypatch.setattr(colgen, "solve_interior", lambda h, limit: calls.append(limit) or solve(h, limit))
+    monkeypatch.setattr(colgen, "INTERIOR_POINT_COLUMNS_PER_ROW", 0)
+    monkeypatch.setattr(colgen, "PURGE_KEEP", 3)
+    monkeypatch.setattr(colgen, "PURGE_ROWS", 0)
+    result = column_generation(values[:4], members[:4], r, enumeration_oracle(values, members, top=1), gap=1e-9)
+    assert len(calls) >= result.iterations >= 2
+    assert result.value == pytest.approx(reference, abs=1e-8)
+    assert result.upper_bound >= reference - 1e-12
+    assert (result.probabilities @ result.members >= r - 1e-8).all()
+    assert result.probabilities.sum() == pytest.approx(1.0)
+
+
+def test_a_simplex_solve_cut_at_the_probe_hands_the_next_solves_to_clarabel(monkeypatch):
+    # Every simplex run given the probe's time is reported cut: that solve and the next
+    # CLARABEL_STAY go to Clarabel, then the simplex is probed again.
+    values, members, r = accuracy_lp(70)
+    reference = solve_distribution_lp(values, members, r).value
+    runs = []
+    run_highs = colgen._Master._run_highs
+
+    def run(self, time_limit, interior):
+        if time_limit == colgen.CLARABEL_PROBE_SECONDS:
+            runs.append("probe")
+            return highspy.HighsStatus.kOk, highspy.HighsModelStatus.kTimeLimit
+        runs.append("simplex")
+        return run_highs(self, time_limit, interior)
+
+    solve = colgen.solve_interior
+    monkeypatch.setattr(colgen._Master, "_run_highs", run)
+    monkeypatch.setattr(colgen, "solve_interior", lambda h, limit: runs.append("clarabel") or solve(h, limit))
+    monkeypatch.setattr(colgen, "CLARABEL_STAY", 2)
+    result = column_generation(values[:4], members[:4], r, enumeration_oracle(values, members, top=1), gap=1e-9)
+    assert result.value == pytest.approx(reference, abs=1e-8)
+    assert runs[:7] == ["probe", "clarabel", "clarabel", "clarabel", "probe", "clarabel", "clarabel"]
+    assert "simplex" not in runs
+
+
+def test_master_falls_back_to_highs_where_clarabel_does_not_solve(monkeypatch):
+    values, members, r = accuracy_lp(60)
+    reference = solve_distribution_lp(values, members, r).value
+    calls = []
+    monkeypatch.setattr(colgen, "solve_interior", lambda h, limit: calls.append(limit))  # always None
+    monkeypatch.setattr(colgen, "INTERIOR_POINT_COLUMNS_PER_ROW", 0)
+    result = column_generation(values[:4], members[:4], r, enumeration_oracle(values, members), gap=1e-9)
+    assert len(calls) == 1                     # not tried again once it failed
+    assert result.value == pytest.approx(reference, abs=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(6))

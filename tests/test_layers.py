@@ -20,12 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "pyproject.toml"
 SOLVERS = ROOT / "solvers"
 
-#: what ``solvers/`` may import besides the standard library (cvxpy only lazily)
+#: what ``solvers/`` may import besides the standard library (cvxpy and clarabel only lazily)
 SOLVER_DEPENDENCIES = {"numpy", "scipy", "highspy"}
-LAZY_SOLVER_DEPENDENCIES = {"cvxpy"}
+LAZY_SOLVER_DEPENDENCIES = {"cvxpy", "clarabel"}
 
 #: modules that ``import fairsched`` and its core modules must not load
-HEAVY = ("scipy.optimize", "highspy", "networkx", "joblib", "tqdm", "cvxpy", "sklearn", "flwr", "matplotlib")
+HEAVY = ("scipy.optimize", "highspy", "networkx", "joblib", "tqdm", "cvxpy", "clarabel", "sklearn", "flwr",
+         "matplotlib")
 
 
 # --- import-linter -----------------------------------------------------------------------------

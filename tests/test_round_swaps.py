@@ -9,9 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairsched.lp.pricing import round_swaps
-from fairsched.lp.pricing.round_swaps import CoverageSwaps, round_swaps_for, sweeps
+from fairsched.lp.pricing.round_swaps import (
+    CoverageSwaps,
+    apportioned_rounds,
+    round_swaps_for,
+    swept_distribution,
+    sweeps,
+)
 from fairsched.lp.pricing.schedule_search import floor_counts, schedule_search
 from fairsched.lp.pricing.greedy import GreedyPricing
+from fairsched.solvers.columns import Columns
 from fairsched.utilities import Coverage, FacilityLocation
 
 
@@ -112,3 +119,40 @@ def test_schedule_search_with_sweeps_meets_every_floor():
     marginals = pool.probabilities @ pool.columns.to_masks()
     assert (marginals >= floor_counts(r, 50) / 50 - 1e-12).all()
     assert pool.values == pytest.approx(utility.values(pool.columns.to_masks()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), st.integers(1, 500))
+def test_apportioned_rounds_sum_to_the_rounds_and_stay_within_one_of_each_share(weights, rounds):
+    weights = np.array(weights)
+    if weights.sum() == 0.0:
+        weights[0] = 1.0
+    counts = apportioned_rounds(weights, rounds)
+    assert counts.sum() == rounds
+    assert (np.abs(counts - weights / weights.sum() * rounds) < 1.0 + 1e-9).all()
+
+
+def test_swept_distribution_gives_sets_with_less_overlap_and_their_values():
+    # the master's support holds each pair of alike workers together; the swept schedule
+    # separates them, so its sets cover all four elements where the master's covered two
+    utility = Coverage(covers=[[0, 1], [0, 1], [2, 3], [2, 3]], weights=[1.0, 1.0, 1.0, 1.0])
+    support = Columns.from_masks(np.array([[True, True, False, False], [False, False, True, True]]))
+    columns, values = swept_distribution(utility, 2, 10, seconds=5.0)(support, np.array([0.5, 0.5]))
+    masks = columns.to_masks()
+    assert len(np.unique(masks, axis=0)) == len(masks) >= 1
+    assert (masks.sum(axis=1) == 2).all()
+    assert values.tolist() == utility.values(masks).tolist()
+    assert values.max() == 4.0
+
+
+def test_swept_distribution_gives_nothing_without_a_coverage_state():
+    facility = FacilityLocation(similarity=np.eye(4))
+    support = Columns.from_masks(np.array([[True, True, False, False]]))
+    columns, values = swept_distribution(facility, 2, 10)(support, np.array([1.0]))
+    assert len(columns) == 0 and values.size == 0
+
+
+@pytest.mark.parametrize("weights", [[0.0, 0.0], [1.0, -0.5], [np.inf, 1.0]])
+def test_apportioned_rounds_refuses_weights_without_a_positive_finite_sum(weights):
+    with pytest.raises(ValueError, match="non-negative"):
+        apportioned_rounds(np.array(weights), 4)

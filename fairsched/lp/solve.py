@@ -35,7 +35,8 @@ from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.balanced import balanced_pool, level_duals
 from fairsched.lp.pricing.exchange import exchange_columns
 from fairsched.lp.pricing.initial import column_values, priority_order
-from fairsched.lp.pricing.schedule_search import better_start, schedule_search
+from fairsched.lp.pricing.round_swaps import swept_distribution
+from fairsched.lp.pricing.schedule_search import better_start, default_rounds, schedule_search
 from fairsched.lp.result import Optimum
 from fairsched.problem import Problem
 from fairsched.solvers import (
@@ -50,6 +51,7 @@ from fairsched.solvers.colgen import DEFAULT_GAP, PricingResult, column_generati
 from fairsched.solvers.columns import Columns
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 from fairsched.utilities.accuracy import AccuracyUtility
+from fairsched.utilities.coverage import Coverage
 
 DEFAULT_MAX_COLUMNS = 1_000_000
 #: ``method="auto"`` enumerates up to this many k-sets and uses column generation above.
@@ -364,12 +366,16 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         if classes is not None:  # some workers do not fit, or not in pairs: priced by their classes
             class_prices = list(classes.prices) or [level_duals(oracle, r, classes)]
     # the master is degenerate where the floors pin the marginals: trades between its own
-    # sets lift it where priced columns do not.  Not with giants: sets holding one must stay
-    # above the others, and there the trades cost master time without lifting it (both
-    # measured in exchange's docstring)
+    # sets lift it where priced columns do not (accuracy: exchange_columns; coverage: its
+    # distribution swept as a schedule, round_swaps.swept_distribution).  Not with giants:
+    # sets holding one must stay above the others, and there the trades cost master time
+    # without lifting it (both measured in exchange's docstring)
     trades = None
     if type(problem.utility) is AccuracyUtility and (classes is None or not classes.any_giant()):
         trades = _trades(problem.utility)
+    elif type(problem.utility) is Coverage and heuristic is not None and problem.caps is None:
+        trades = swept_distribution(problem.utility, problem.k, default_rounds(problem.n, problem.k),
+                                    deadline=deadline)
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
         guesses.extend(class_prices)

@@ -32,15 +32,30 @@ from the first schedule's 1272.82 to 1283.60 in 44 s, where the round-by-round s
 stall at 1276.89 after 12 s; on power-law covers 2292.83 in 48 s against 2285.40, though
 behind them at 12 s (2282.30 against 2285.29).  Where the first schedule is locally best
 already (the generator's ``coverage``) the one sweep costs 3 s (9.2 s against 6.2 s).
+
+**The master's distribution, swept** (:func:`swept_distribution`).  Column generation's
+master re-weights the swept schedule's sets and lifts the value by about 7 on covers by
+discs, but its later iterations, each a few priced columns, lift it by tenths.  The master's
+optimal distribution, apportioned to ``T`` rounds and swept for a few seconds, gives sets
+with about its marginals and less overlap, which join the master as columns.  Measured on
+``coverage-geometric`` at 120 s (``python benchmarks/bench_pricing.py --seed S
+coverage-geometric``, seeds 1–3 alternating with the commit before): values 1344.85,
+1309.17, 1251.97 against 1344.23, 1308.55, 1251.35 (gaps 1.07e-2, 1.20e-2, 8.89e-3 against
+1.12e-2, 1.25e-2, 9.38e-3); ``coverage-powerlaw`` 6.62e-3 against 7.75e-3.  A small,
+steady gain while the master's simplex took 37.7 s over a call's 1,100-odd new sets; with
+the master solved by Clarabel (:mod:`fairsched.solvers.interior`, 1.4–3.0 s a solve) a run
+makes five or six calls (``benchmarks/README.md``, "The master by Clarabel").
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
+from fairsched.solvers.columns import Columns
 from fairsched.utilities import Coverage
 from fairsched.utilities.base import SetFunction
 
@@ -53,6 +68,8 @@ BLOCK_WORK = 1 << 22
 SWEEP_GAIN = 1e-6
 #: at most this many ``T × E`` count cells (64 MiB of int32)
 MAX_COUNT_CELLS = 1 << 24
+#: seconds of sweeps per call of :func:`swept_distribution`
+DISTRIBUTION_SWEEP_SECONDS = 5.0
 
 
 class CoverageSwaps:
@@ -182,3 +199,44 @@ def sweeps(state: CoverageSwaps, value: float, rng: np.random.Generator,
         if gained < SWEEP_GAIN * abs(value):
             break
     return value, done
+
+
+def apportioned_rounds(weights: np.ndarray, rounds: int) -> np.ndarray:
+    """How many of ``rounds`` rounds each set gets: ``⌊p·T⌋`` and one more for the largest
+    remainders (Hamilton's method), so that they sum to ``T``."""
+    weights = np.asarray(weights, dtype=float)
+    total = float(weights.sum())
+    if not (total > 0 and np.isfinite(total)) or (weights < 0).any():
+        raise ValueError("the weights must be non-negative with a positive, finite sum")
+    share = weights / total * rounds
+    counts = np.floor(share).astype(np.int64)
+    short = rounds - int(counts.sum())  # below the number of weights: the shares sum to rounds
+    counts[np.argsort(-(share - counts), kind="stable")[:short]] += 1
+    return counts
+
+
+def swept_distribution(utility: SetFunction, k: int, rounds: int, *, seconds: float = DISTRIBUTION_SWEEP_SECONDS,
+                       deadline: float | None = None, seed: int = 0
+                       ) -> Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]]:
+    """Column generation's ``primal_columns`` for weighted coverage: the master's distribution
+    as a schedule of ``rounds`` rounds (:func:`apportioned_rounds`), swept for ``seconds``
+    (not past ``deadline``, a ``time.perf_counter()`` value); the swept schedule's distinct
+    sets and their values (none where :func:`round_swaps_for` gives no state).
+
+    The master's sets hold its optimum's marginals, and their overlaps are what it could not
+    trade away with the columns priced so far; the sweeps keep each worker's number of rounds
+    and exchange members between rounds where that covers more, so the master gets sets that
+    hold about the same marginals with less overlap, and re-weights to them."""
+    rng = np.random.default_rng(seed)
+
+    def swept(support: Columns, weights: np.ndarray) -> tuple[Columns, np.ndarray]:
+        masks = np.repeat(support.to_masks(), apportioned_rounds(weights, rounds), axis=0)
+        state = round_swaps_for(utility, masks, k)
+        if state is None or masks.shape[0] < 2:
+            return Columns.empty(utility.n), np.empty(0)
+        stop = time.perf_counter() + seconds
+        sweeps(state, float(utility.values(masks).sum()), rng, stop if deadline is None else min(stop, deadline))
+        distinct = np.unique(state.masks, axis=0)
+        return Columns.from_masks(distinct), utility.values(distinct)
+
+    return swept
