@@ -469,8 +469,9 @@ class _Master:
           (16,435 simplex iterations) against 2.3 s by Clarabel (``python
           benchmarks/bench_master_solvers.py``).
 
-        Clarabel's optimum is interior to the optimal face, not a vertex: more sets carry
-        weight, and its duals are central on their face.
+        Clarabel's optimum is interior to the optimal face, not a vertex: every set carries
+        some weight (the result leaves out the negligible ones, :data:`NEGLIGIBLE_WEIGHT`),
+        and its duals are central on their face.
         """
         clarabel = self._clarabel_usable and self.n + 1 <= CLARABEL_MAX_ROWS
         many = self._unsolved >= INTERIOR_POINT_COLUMNS_PER_ROW * (self.n + 1)
@@ -1150,7 +1151,7 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         short = state.slack if state.slack is not None else r
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
                           f"{_names(short, r)}")
-    support, probabilities, values = _support(state, master)
+    support, probabilities, values = _support(state, master, r, caps)
     lower = state.lower
     if certificate.lam is not None:
         lam, upper, pricing_bound = certificate.lam, max(certificate.bound, lower), certificate.pricing_bound
@@ -1193,8 +1194,16 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
     )
 
 
-def _support(state: _State, master: _Master | None) -> tuple[Columns, np.ndarray, np.ndarray]:
-    """The sets of the best distribution (the aggregated start column expanded), merged."""
+#: an interior master optimum (:mod:`fairsched.solvers.interior`) gives every column some weight:
+#: the reported distribution leaves out the sets below this share of the largest weight
+#: wherever the others still meet every floor (and cap) within :data:`MASTER_TOLERANCE`
+NEGLIGIBLE_WEIGHT = 1e-9
+
+
+def _support(state: _State, master: _Master | None, r: np.ndarray,
+             caps: np.ndarray | None = None) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """The sets of the best distribution (the aggregated start column expanded), merged,
+    without those of negligible weight (:data:`NEGLIGIBLE_WEIGHT`)."""
     parts, weights, values = [], [], []
     if state.best is None:
         parts.append(state.start_columns)
@@ -1213,7 +1222,13 @@ def _support(state: _State, master: _Master | None) -> tuple[Columns, np.ndarray
     columns = Columns.concatenate(parts, state.start_columns.n)
     weights_all = np.concatenate(weights)
     values_all = np.concatenate(values)
-    keep = np.flatnonzero(weights_all > 1e-12 * max(1e-300, float(weights_all.max(initial=0.0))))
+    largest = max(1e-300, float(weights_all.max(initial=0.0)))
+    keep = np.flatnonzero(weights_all > 1e-12 * largest)
+    heavy = np.flatnonzero(weights_all > NEGLIGIBLE_WEIGHT * largest)
+    if heavy.size < keep.size:
+        marginals = columns.take(heavy).marginals(weights_all[heavy] / weights_all[heavy].sum())
+        if (marginals >= r - MASTER_TOLERANCE).all() and (caps is None or (marginals <= caps + MASTER_TOLERANCE).all()):
+            keep = heavy
     columns, weights_all, values_all = columns.take(keep), weights_all[keep], values_all[keep]
     columns, weights_all, values_all = merge_duplicates(columns, weights_all, values_all)
     return columns, weights_all / weights_all.sum(), values_all
