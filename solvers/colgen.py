@@ -1152,7 +1152,8 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
                           f"{_names(short, r)}")
     support, probabilities, values = _support(state, master, r, caps)
-    lower = state.lower
+    # the distribution reported, less any negligible weights _support left out
+    lower = min(state.lower, float(probabilities @ values))
     if certificate.lam is not None:
         lam, upper, pricing_bound = certificate.lam, max(certificate.bound, lower), certificate.pricing_bound
     else:
