@@ -319,17 +319,20 @@ def start_nonzeros(limit: int) -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def master_duals_printed(started: float) -> Iterator[None]:
-    """Inside the block every master solve prints its seconds and simplex iterations (0 for
-    an interior point solve), its value and its duals λ: on how many workers they are
-    positive, their largest and their sum (seconds from ``started``)."""
+    """Inside the block every master solve prints its seconds and iterations (HiGHS's simplex
+    iterations, 0 for its interior point; Clarabel's iterations where Clarabel solved it), its
+    value and its duals λ: on how many workers they are positive, their largest and their sum
+    (seconds from ``started``)."""
     original = colgen._Master.solve
 
     def solve(self, time_limit):
         began = time.perf_counter()
         solution = original(self, time_limit)
         lam = solution.lam
+        iterations = (f"{self._interior.iterations} Clarabel iterations" if self._interior is not None
+                      else f"{self.h.getInfo().simplex_iteration_count} simplex iterations")
         print(f"    master at {time.perf_counter() - started:6.1f} s ({time.perf_counter() - began:.2f} s, "
-              f"{self.h.getInfo().simplex_iteration_count} simplex iterations): {self.size} columns, value "
+              f"{iterations}): {self.size} columns, value "
               f"{self.value(solution):.6f}, λ > 0 on {int((lam > 0).sum())} workers, largest "
               f"{lam.max(initial=0.0):.4g}, sum {lam.sum():.4g}", flush=True)
         return solution
@@ -546,8 +549,9 @@ if __name__ == "__main__":
                              f"{solve_module.SCHEDULE_SHARE:g}; benchmarks/README.md, \"Sweeps of swaps between "
                              "rounds\")")
     parser.add_argument("--no-interior-point", action="store_true",
-                        help="every master solve by the primal simplex, as before session 49 (with --duals: the "
-                             "first solve's seconds; benchmarks/README.md, \"Sweeps of swaps between rounds\")")
+                        help="every master solve by HiGHS's primal simplex (neither HiGHS's interior point nor "
+                             "Clarabel), as before session 49 (with --duals: the first solve's seconds; "
+                             "benchmarks/README.md, \"Sweeps of swaps between rounds\")")
     args = parser.parse_args()
     if args.workers is not None and (args.workers < 10 or len(args.cases) != 1
                                      or args.cases[0] not in ("facility-location", "coverage-geometric")):
@@ -558,6 +562,7 @@ if __name__ == "__main__":
         parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
     if args.no_interior_point:
         colgen.INTERIOR_POINT_COLUMNS_PER_ROW = math.inf
+        colgen.CLARABEL_MAX_ROWS = 0
     if args.schedule_share is not None:
         solve_module.SCHEDULE_SHARE = args.schedule_share
         for kind in (milp.MilpPricing, coverage_pricing.CoveragePricing):

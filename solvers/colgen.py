@@ -132,6 +132,11 @@ CLARABEL_STAY = 10
 #: Clarabel factors a dense normal matrix of the master's rows (its columns are dense there):
 #: ``rows³/3`` operations per iteration, 0.3 GFLOP at 1,001 rows
 CLARABEL_MAX_ROWS = 2_001
+#: an interior master optimum (:mod:`fairsched.solvers.interior`) gives every column some weight:
+#: the columns below this share of the largest weight count as outside its support, for a
+#: purge (:meth:`_Master.purge`) and in the reported distribution, which leaves them out
+#: wherever the others still meet every floor (and cap) within :data:`MASTER_TOLERANCE`
+NEGLIGIBLE_WEIGHT = 1e-9
 #: the least time such a call for the bound is given
 MIN_BOUND_SECONDS = 0.5
 #: ``primal_columns`` is dropped for the rest of the run after this many iterations in a row
@@ -405,11 +410,11 @@ class _Master:
             return 0
         index = np.arange(self.offset, self.offset + self.size)
         if self._interior is not None:
-            # an interior optimum has no basis: its support (weights above a billionth of the
-            # largest) stays, and of the other columns those of highest reduced cost
+            # an interior optimum has no basis: its support (weights not negligible) stays,
+            # and of the other columns those of highest reduced cost
             reduced = self._interior.col_dual[index]
             weights = self._interior.col_value[index]
-            basic = weights > 1e-9 * max(float(weights.max(initial=0.0)), 1e-300)
+            basic = weights > NEGLIGIBLE_WEIGHT * max(float(weights.max(initial=0.0)), 1e-300)
         else:
             solution, basis = self.h.getSolution(), self.h.getBasis()
             reduced = np.asarray(solution.col_dual)[index]
@@ -1193,12 +1198,6 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         message=_message(status, all_exact, lower, upper, iteration),
         seconds=time.perf_counter() - start,
     )
-
-
-#: an interior master optimum (:mod:`fairsched.solvers.interior`) gives every column some weight:
-#: the reported distribution leaves out the sets below this share of the largest weight
-#: wherever the others still meet every floor (and cap) within :data:`MASTER_TOLERANCE`
-NEGLIGIBLE_WEIGHT = 1e-9
 
 
 def _support(state: _State, master: _Master | None, r: np.ndarray,

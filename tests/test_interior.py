@@ -15,6 +15,26 @@ from fairsched.solvers.interior import InteriorTimeLimit, solve_interior
 from fairsched.solvers.lp import new_highs
 
 
+def highs_lp(A, cost: np.ndarray, col_bounds: tuple[np.ndarray, np.ndarray],
+             row_bounds: tuple[np.ndarray, np.ndarray],
+             sense: highspy.ObjSense = highspy.ObjSense.kMaximize) -> highspy.Highs:
+    """A HiGHS model of the LP ``sense cost·x  s.t.  row_bounds on A·x,  col_bounds on x``."""
+    matrix = sp.csc_matrix(A)
+    rows, cols = matrix.shape
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = cols, rows
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_, lp.col_upper_ = (np.asarray(bound, dtype=float) for bound in col_bounds)
+    lp.row_lower_, lp.row_upper_ = (np.asarray(bound, dtype=float) for bound in row_bounds)
+    lp.sense_ = sense
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols, rows
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
+    h = new_highs()
+    h.passModel(lp)
+    return h
+
+
 def random_lp(seed: int, sense: highspy.ObjSense) -> highspy.Highs:
     """Equality, ">=", "<=" and ranged rows, columns bounded below or on both sides, around
     a feasible point, the last row bounding the sum of all columns; random data make the
@@ -26,21 +46,11 @@ def random_lp(seed: int, sense: highspy.ObjSense) -> highspy.Highs:
     activity = A @ rng.uniform(0.2, 0.8, cols)
     kind = rng.integers(0, 4, rows)  # 0: =, 1: >=, 2: <=, 3: ranged
     kind[-1] = 2
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = cols, rows
-    lp.col_cost_ = rng.normal(size=cols)
-    lp.col_lower_ = np.zeros(cols)
-    lp.col_upper_ = np.where(rng.random(cols) < 0.5, 1.0, np.inf)
-    lp.row_lower_ = np.where(kind == 2, -np.inf, activity - np.where(kind == 0, 0.0, rng.uniform(0.1, 0.5, rows)))
-    lp.row_upper_ = np.where(kind == 1, np.inf, np.where(kind == 0, activity, activity + rng.uniform(0.1, 0.5, rows)))
-    lp.sense_ = sense
-    matrix = sp.csc_matrix(A)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols, rows
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    h = new_highs()
-    h.passModel(lp)
-    return h
+    cost = rng.normal(size=cols)
+    upper = np.where(rng.random(cols) < 0.5, 1.0, np.inf)
+    row_lower = np.where(kind == 2, -np.inf, activity - np.where(kind == 0, 0.0, rng.uniform(0.1, 0.5, rows)))
+    row_upper = np.where(kind == 1, np.inf, np.where(kind == 0, activity, activity + rng.uniform(0.1, 0.5, rows)))
+    return highs_lp(A, cost, (np.zeros(cols), upper), (row_lower, row_upper), sense)
 
 
 @settings(max_examples=60, deadline=None)
@@ -59,17 +69,7 @@ def test_optimum_and_duals_are_highs_own(seed, sense):
 
 def tiny_lp(row_upper: float) -> highspy.Highs:
     """max x_0 + x_1  s.t.  x_0 + x_1 <= row_upper,  x >= 0 (infeasible below 0)."""
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = 2, 1
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.ones(2), np.zeros(2), np.full(2, np.inf)
-    lp.row_lower_, lp.row_upper_ = np.array([-np.inf]), np.array([row_upper])
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = 2, 1
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = [0, 1, 2], [0, 0], [1.0, 1.0]
-    h = new_highs()
-    h.passModel(lp)
-    return h
+    return highs_lp(np.ones((1, 2)), np.ones(2), (np.zeros(2), np.full(2, np.inf)), ([-np.inf], [row_upper]))
 
 
 def test_no_solution_where_the_lp_is_infeasible_or_clarabel_is_missing(monkeypatch):
@@ -85,15 +85,6 @@ def test_time_limit_raises():
     rng = np.random.default_rng(0)
     rows, cols = 400, 4000
     A = sp.random(rows, cols, density=0.05, random_state=rng, format="csc")
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = cols, rows
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = rng.normal(size=cols), np.zeros(cols), np.ones(cols)
-    lp.row_lower_, lp.row_upper_ = np.full(rows, -np.inf), np.full(rows, 1.0)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols, rows
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-    h = new_highs()
-    h.passModel(lp)
+    h = highs_lp(A, rng.normal(size=cols), (np.zeros(cols), np.ones(cols)), (np.full(rows, -np.inf), np.ones(rows)))
     with pytest.raises(InteriorTimeLimit):
         solve_interior(h, time_limit=1e-6)
