@@ -155,6 +155,7 @@ class ConcaveTerm(Term):
         self.rows = np.flatnonzero(keep)
         W = form.W[self.rows]
         self.W = sp.csr_array(W)
+        self.dense = W  # for the submodular cuts, computed at every LP point they are sought at
         ordered = np.sort(W, axis=1)
         self.lo = ordered[:, :k].sum(axis=1)
         self.hi = ordered[:, -k:].sum(axis=1)
@@ -241,7 +242,7 @@ class ConcaveTerm(Term):
         largest ``x_u``, as :meth:`separate` takes it; module docstring), as
         ``t_j <= const + coef·x``: ``(terms, const, coef)``, two rows per term (first form,
         then second), ``coef`` dense ``(2J, n)``."""
-        W = self.W.toarray()
+        W = self.dense
         J = W.shape[0]
         members = self._largest(x) if members is None else members
         phi = self.form.phi  # sqrt or log1p: no per-term parameters
@@ -364,13 +365,16 @@ class ConcavePricing(MilpPricing):
         if self.backend != "scip":
             return super()._solve_exactly(lam, target, enough, stop, warm, columns, best, best_mask,
                                           upper, tol, started)
+        term = self.terms[0][1]
         with self._timed_exact():
             # the SCIP model is f itself: ConcaveTerm adds nothing to x_cost or the offset
             answer = solve_concave(self.form.W, self.form.coef, self.form.curve, lam, self.k,
                                    start=best_mask, rel_gap=self.rel_gap, stop=stop, target=target,
-                                   enough=enough, max_solutions=self.max_columns)
+                                   enough=enough, max_solutions=self.max_columns,
+                                   cuts=term.submodular_cuts if term.submodular else None)
         self.stats["rounds"] += 1
         self.stats["nodes"] += answer.nodes
+        self.stats["cuts"] += answer.cuts
         columns.extend(answer.masks)
         # _finish values every column and counts the call exact if the bound is within the MIP gap of the best
         return self._finish(columns, lam, min(upper, answer.upper_bound), started, exact=True)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,17 +58,27 @@ FEASTOL = 1e-6
 #: a target at most this far (relative) above ``enough`` is raised to it (SCIP's primal bound
 #: starts at the objective limit and counts as reaching any target up to it, within its epsilon)
 PRIMAL_MARGIN = 1e-6
+#: a cut of ``cuts`` (:func:`solve_concave`) is added where the LP's ``t_j`` exceeds it by this
+#: (relative), SCIP's default feasibility tolerance
+CUT_VIOLATION = 1e-6
+
+#: ``cuts(x)``: rows ``t_j <= const + coef·x`` valid at every ``k``-set, for the LP point ``x``,
+#: as ``(terms, const, coef)`` with ``terms`` indexing the terms with a positive coefficient
+#: and some positive weight, in order, and ``coef`` of shape ``(rows, n)``
+CutFamily = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class ScipAnswer:
     """One SCIP solve: the ``k``-sets of its solutions (best first; two solutions may share
     one, differing in ``t`` only), its certified upper bound
-    on ``max Σ_j coef_j φ(W_j·x) + c·x`` (``inf`` when it proved nothing), and its node count."""
+    on ``max Σ_j coef_j φ(W_j·x) + c·x`` (``inf`` when it proved nothing), its node count and
+    how many of the caller's ``cuts`` it was given."""
 
     masks: np.ndarray
     upper_bound: float
     nodes: int
+    cuts: int = 0
 
 
 def scip_installed() -> bool:
@@ -78,7 +89,8 @@ def scip_installed() -> bool:
 def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray, k: int, *,
                   start: np.ndarray, rel_gap: float, stop: float = math.inf,
                   target: float | None = None, enough: float | None = None,
-                  max_solutions: int = 10) -> ScipAnswer:
+                  max_solutions: int = 10, cuts: CutFamily | None = None,
+                  cut_frequency: int = 1) -> ScipAnswer:
     """``max_{|S|=k} Σ_j coef_j·φ(W_j·1_S) + cost(S)`` by SCIP (module docstring).
 
     ``start`` (a ``k``-set mask) is given as the first solution; ``stop`` is a
@@ -87,7 +99,9 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
     only sets worth more are sought, every node bounded by it is pruned, and the bound
     returned is then at least ``enough`` (exactly ``enough`` when no set is worth more); a
     ``target`` at or below ``enough`` is raised just above it, so the first set SCIP accepts
-    ends the solve.
+    ends the solve.  ``cuts`` (optional) are separated at the LP optimum of every
+    ``cut_frequency``-th depth of the tree (0: the root only) and added where violated
+    (:data:`CUT_VIOLATION`).
     """
     if curve not in CURVES:
         raise ValueError(f"SCIP pricing handles the curves {CURVES}, not {curve!r}")
@@ -124,6 +138,11 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
         floor = -math.inf if enough is None else float(enough) + PRIMAL_MARGIN * max(1.0, abs(float(enough)))
         model.setParam("limits/primal", max(float(target), floor))
     _give_start(model, x, t, W[rows], curve, np.asarray(start, dtype=bool))
+    separator = None
+    if cuts is not None:
+        separator = _separator(scip)(x, t, cuts, lambda point: CONCAVE[curve](W[rows] @ point))
+        model.includeSepa(separator, "fairsched-cuts", "valid cuts given by the caller", priority=1000,
+                          freq=cut_frequency)
     model.optimize()
 
     masks = []
@@ -135,7 +154,7 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
     dual = float(model.getDualbound())
     upper = dual if math.isfinite(dual) and abs(dual) < 1e20 else math.inf
     upper = bound_under_cutoff(upper, enough, model.getStatus() == "infeasible")
-    return ScipAnswer(masks, upper, int(model.getNNodes()))
+    return ScipAnswer(masks, upper, int(model.getNNodes()), 0 if separator is None else separator.added)
 
 
 def _give_start(model: object, x: list, t: list, W: np.ndarray, curve: str, start: np.ndarray) -> None:
@@ -146,3 +165,36 @@ def _give_start(model: object, x: list, t: list, W: np.ndarray, curve: str, star
     for v, value in zip(t, CONCAVE[curve](W @ start.astype(float))):
         model.setSolVal(solution, v, float(value))
     model.addSol(solution, free=True)
+
+
+def _separator(scip: object) -> type:
+    """The SCIP separator class of :func:`solve_concave`'s ``cuts`` (``pyscipopt`` is imported
+    only when SCIP is used, so the class is made then)."""
+
+    class Separator(scip.Sepa):
+        def __init__(self, x: list, t: list, cuts: CutFamily, terms_at: Callable[[np.ndarray], np.ndarray]):
+            self.x, self.t, self.cuts, self.terms_at = x, t, cuts, terms_at
+            self.added = 0
+
+        def sepaexeclp(self) -> dict:
+            model = self.model
+            x = np.array([model.getSolVal(None, v) for v in self.x])
+            # where t_j is above φ(W_j·x) SCIP's own gradient cut takes it down: a cut is only
+            # worth a row where it bounds t_j below φ(W_j·x) too
+            t = np.minimum([model.getSolVal(None, v) for v in self.t], self.terms_at(np.clip(x, 0.0, 1.0)))
+            terms, const, coef = self.cuts(x)
+            bound = const + coef @ x
+            violated = np.flatnonzero(t[terms] - bound > CUT_VIOLATION * np.maximum(1.0, np.abs(bound)))
+            for i in violated:
+                row = model.createEmptyRowSepa(self, "submodular", lhs=None, rhs=float(const[i]), local=False)
+                model.cacheRowExtensions(row)
+                model.addVarToRow(row, self.t[terms[i]], 1.0)
+                for u in np.flatnonzero(coef[i]):
+                    model.addVarToRow(row, self.x[u], -float(coef[i, u]))
+                model.flushRowExtensions(row)
+                model.addCut(row)
+                model.releaseRow(row)
+            self.added += violated.size
+            return {"result": scip.SCIP_RESULT.SEPARATED if violated.size else scip.SCIP_RESULT.DIDNOTFIND}
+
+    return Separator
