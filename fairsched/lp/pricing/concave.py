@@ -52,8 +52,9 @@ the first with ``A = a_j(T)`` plus the ``k`` largest ``W_ju`` outside ``T`` (``|
 ``a_j(S ∪ T)`` by it, a lifting of the textbook ``ρ_u(N − u)``).  At a fractional LP optimum
 ``x*`` they are written on ``x`` with ``T`` the ``k`` largest ``x*_u`` and added where violated.
 Measured on sparse features (5 of 50 per worker, ``n = 100``, ``k = 10``; ``python
-benchmarks/bench_concave_cuts.py``): see ``benchmarks/README.md``, "Submodular cuts for
-concave of modular".
+benchmarks/bench_concave_cuts.py --backend highs``): see ``benchmarks/README.md``, "Submodular
+cuts for concave of modular".  With the SCIP backend the same cuts (:meth:`ConcaveTerm.submodular_cuts`)
+are SCIP's separator (:mod:`fairsched.lp.pricing.concave_scip`).
 """
 
 from __future__ import annotations
