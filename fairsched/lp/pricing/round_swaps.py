@@ -19,10 +19,11 @@ matrix ``Δ`` of every pair in numpy and makes each pair's best swap where it ga
 element covered once in round ``a`` has one owner there, so each (pair, element) covered once
 meets the members of the other round that cover it in one entry of ``X``: one ``bincount`` over
 the expanded (worker, element) entries, 1.05-1.48 times as fast as the block-offset sparse
-product it replaced (``python benchmarks/bench_round_swaps.py --values-against 234afb1``).  The swaps keep every worker's number of rounds, so every
-floor stays met.  The pairs are disjoint, so their swaps do not interact.  Cost per sweep:
-``O(T·k·d̄ + T·k²)`` for the average number of elements per worker ``d̄``, memory ``O(T·E)``
-for the counts (``T × E`` int32).
+product it replaced (``python benchmarks/bench_round_swaps.py --values-against 234afb1``).
+The swaps keep every worker's number of rounds, so every floor stays met.  The pairs are
+disjoint, so their swaps do not interact.  Cost per sweep: ``O(T·k·d̄ + T·k²)`` for the
+average number of elements per worker ``d̄``, memory ``O(T·E)`` for the counts (``T × E``
+int32).
 
 It is the pairwise interchange of local search for assignment and partitioning problems
 (e.g. Kernighan and Lin, "An efficient heuristic procedure for partitioning graphs", 1970),
@@ -62,8 +63,8 @@ from fairsched.utilities import Coverage
 from fairsched.utilities.base import SetFunction
 
 #: at most this many ``Δ`` entries (``pairs·k²``) and expanded (worker, element) entries per
-#: block of pairs (32 MiB of float64 each), and a quarter of the (pair, element) owner cells
-#: (64 MiB of int32)
+#: block of pairs (32 MiB of float64 each), and at most four times as many (pair, element)
+#: owner cells (64 MiB of int32)
 BLOCK_WORK = 1 << 22
 #: a sweep that gains less than this share of the schedule's value ends the sweeps (where the
 #: first schedule is already locally best, as on the generator's coverage instance, one sweep
