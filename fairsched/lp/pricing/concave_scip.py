@@ -136,6 +136,7 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
     model.addCons(scip.quicksum(x) == k)
     phi = scip.sqrt if curve == "sqrt" else (lambda s: scip.log(1.0 + s))
     rows = np.flatnonzero((W > 0).any(axis=1) & (coef > 0))
+    features = W[rows]  # the terms' rows, in the order of t
     t = []
     for j in rows:
         members = np.flatnonzero(W[j] > 0)
@@ -157,10 +158,10 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
         # end the solve before its first node; every solution SCIP accepts is above it anyway
         floor = -math.inf if enough is None else float(enough) + PRIMAL_MARGIN * max(1.0, abs(float(enough)))
         model.setParam("limits/primal", max(float(target), floor))
-    _give_start(model, x, t, W[rows], curve, np.asarray(start, dtype=bool))
+    _give_start(model, x, t, features, curve, np.asarray(start, dtype=bool))
     separator = None
     if cuts is not None:
-        separator = _separator(scip)(x, t, cuts, lambda point: CONCAVE[curve](W[rows] @ point))
+        separator = _separator(scip)(x, t, cuts, lambda point: CONCAVE[curve](features @ point))
         model.includeSepa(separator, "fairsched-cuts", "valid cuts given by the caller", priority=1000,
                           freq=cut_frequency)
     model.optimize()

@@ -121,21 +121,14 @@ class CoverageSwaps:
         # members of b covering it, and the same from b's side
         column_u, column_v = pair_u * elements + element_u, pair_v * elements + element_v
         member_u, member_v = slot_u - pair_u * k, slot_v - pair_v * k
-        shared_at, shared_weight = [], []
-        for once, column, member, other_column, other_member, other_pair, other_weight, owner_first in (
-                (once_u, column_u, member_u, column_v, member_v, pair_v, weight_v, True),
-                (once_v, column_v, member_v, column_u, member_u, pair_u, weight_u, False)):
-            alone = np.flatnonzero(once)
-            owner = np.full(pairs * elements, -1, dtype=np.int32)
-            owner[column[alone]] = member[alone]
-            found = owner[other_column]
-            hit = np.flatnonzero(found >= 0)
-            i, j = (found[hit], other_member[hit]) if owner_first else (other_member[hit], found[hit])
-            shared_at.append((other_pair[hit] * k + i) * k + j)
-            shared_weight.append(other_weight[hit])
+        cells = pairs * elements
+        met_v, owner_a = self._owners_met(once_u, column_u, member_u, column_v, cells)  # X_a(u, v)
+        met_u, owner_b = self._owners_met(once_v, column_v, member_v, column_u, cells)  # X_b(v, u)
+        at = np.concatenate([(pair_v[met_v] * k + owner_a) * k + member_v[met_v],
+                             (pair_u[met_u] * k + member_u[met_u]) * k + owner_b])
+        weight = np.concatenate([weight_v[met_v], weight_u[met_u]])
         # (bincount gives int64 when there are no entries at all)
-        delta = np.bincount(np.concatenate(shared_at), np.concatenate(shared_weight),
-                            pairs * k * k).astype(np.float64, copy=False).reshape(pairs, k, k)
+        delta = np.bincount(at, weight, pairs * k * k).astype(np.float64, copy=False).reshape(pairs, k, k)
         delta += (add_u - loss_u)[:, :, None]
         delta += (add_v - loss_v)[:, None, :]
         u_in_b = self.masks[np.repeat(b, k), u].reshape(pairs, k)
@@ -143,6 +136,18 @@ class CoverageSwaps:
         delta[u_in_b] = -np.inf
         delta[np.broadcast_to(v_in_a[:, None, :], delta.shape)] = -np.inf
         return delta
+
+    @staticmethod
+    def _owners_met(once: np.ndarray, column: np.ndarray, member: np.ndarray, other_column: np.ndarray,
+                    cells: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entries of the other round (by their (pair, element) ``other_column``) on an
+        element this round covers once (``once > 0``), and that element's owner here."""
+        alone = np.flatnonzero(once)
+        owner = np.full(cells, -1, dtype=np.int32)
+        owner[column[alone]] = member[alone]
+        found = owner[other_column]
+        met = np.flatnonzero(found >= 0)
+        return met, found[met]
 
     def sweep(self, a: np.ndarray, b: np.ndarray, tol: float, deadline: float | None = None) -> np.ndarray:
         """Make each pair's best swap where it gains more than ``tol``; the gains made (one per
@@ -233,12 +238,14 @@ def swept_distribution(utility: SetFunction, k: int, rounds: int, *, seconds: fl
     rng = np.random.default_rng(seed)
 
     def swept(support: Columns, weights: np.ndarray) -> tuple[Columns, np.ndarray]:
-        masks = np.repeat(support.to_masks(), apportioned_rounds(weights, rounds), axis=0)
+        distinct, counts = support.to_masks(), apportioned_rounds(weights, rounds)
+        masks = np.repeat(distinct, counts, axis=0)
         state = round_swaps_for(utility, masks, k)
         if state is None or masks.shape[0] < 2:
             return Columns.empty(utility.n), np.empty(0)
         stop = time.perf_counter() + seconds
-        sweeps(state, float(utility.values(masks).sum()), rng, stop if deadline is None else min(stop, deadline))
+        total = float(utility.values(distinct) @ counts)  # f once per set, not once per round
+        sweeps(state, total, rng, stop if deadline is None else min(stop, deadline))
         distinct = np.unique(state.masks, axis=0)
         return Columns.from_masks(distinct), utility.values(distinct)
 
