@@ -49,6 +49,17 @@ HiGHS's LP and at the heuristic's set; tried and reverted, "SCIP for concave of 
 there) they slowed the generator's instances; as a separator they come where SCIP's LP needs
 them.
 
+**No bound propagation of the concave rows.**  SCIP propagates each nonlinear row at every
+node (bounds on ``t_j`` from those on ``x`` and back through ``φ``); here that propagation
+fixes little that the LP with its gradient and submodular cuts does not bound already, and it
+was the largest part of a call: 17.9 s of a 63.9 s call on worker-quality features (SCIP's
+statistics).  The rows stay enforced by separation (``t_j <= φ(W_j·x)`` is convex, so a
+gradient cut separates every point that violates it), only the propagation is off
+(:data:`SCIP_PARAMS`).  One call at the relaxation's duals
+(``python benchmarks/bench_scip_params.py``): 1.46-1.91 times as fast on the quality, sparse
+and generator families (more nodes, each a half to a quarter of the time), and end to end
+(``benchmarks/README.md``, "No bound propagation of the concave rows in SCIP").
+
 **What the bound is worth.**  SCIP accepts a point whose nonlinear rows are violated by
 up to its feasibility tolerance, so it solves a slight relaxation of the problem: its dual
 bound stays an upper bound on the true maximum, and may exceed it by about that tolerance
@@ -78,6 +89,9 @@ FEASTOL = 1e-6
 #: a target at most this far (relative) above ``enough`` is raised to it (SCIP's primal bound
 #: starts at the objective limit and counts as reaching any target up to it, within its epsilon)
 PRIMAL_MARGIN = 1e-6
+#: SCIP's parameters over its defaults (module docstring, "No bound propagation of the concave
+#: rows"): ``constraints/nonlinear/propfreq = -1`` never propagates them
+SCIP_PARAMS: dict[str, object] = {"constraints/nonlinear/propfreq": -1}
 #: a cut of ``cuts`` (:func:`solve_concave`) is added where the LP's ``t_j`` exceeds it by this
 #: (relative), SCIP's default feasibility tolerance
 CUT_VIOLATION = 1e-6
@@ -145,6 +159,8 @@ def solve_concave(W: np.ndarray, coef: np.ndarray, curve: str, cost: np.ndarray,
     model.setObjective(scip.quicksum(float(coef[j]) * tj for j, tj in zip(rows, t))
                        + scip.quicksum(float(cost[u]) * x[u] for u in range(n) if cost[u] != 0.0),
                        "maximize")
+    for name, value in SCIP_PARAMS.items():
+        model.setParam(name, value)
     model.setParam("limits/gap", float(rel_gap))
     # a point may violate a row by the feasibility tolerance, which then shows as a gap
     model.setParam("numerics/feastol", min(FEASTOL, max(float(model.getParam("numerics/epsilon")), rel_gap)))
