@@ -25,7 +25,13 @@ builds it) holding that pool and those sets, each with ``B`` seconds (default 20
 - ``scip``: the model at the call's ``λ`` (its pool included) written as MPS and solved by
   SCIP (the ``scip`` extra) with ``enough`` as its objective limit and its heuristics off:
   the branch and bound alone, without the local search or the cut loop (its CPU seconds are
-  printed too: in the runs recorded SCIP used well under one core).
+  printed too: in the runs recorded SCIP used well under one core);
+- ``scip-lazy`` or ``scip-lazy=N``: the same model (with each point's rows from the start
+  down to position ``N − 1``: ``N = 1`` none, default the package's ``START_LEVELS``) solved
+  by SCIP in **one** branch and bound, the Benders cuts separated at the LP optimum of every
+  node and enforced at every integer point by a constraint handler (what HiGHS's missing
+  lazy constraints would allow): ``benchmarks/README.md``, "Facility location: the Benders
+  cuts inside SCIP's branch and bound".
 
 ``--save FILE`` keeps the recorded call (a pickle) and ``--load FILE`` replays one kept so,
 without the run.  HiGHS fixes its thread count at the first solve of a process, so
@@ -231,6 +237,105 @@ def scip(seed: int, call: dict, budget: float) -> dict:
             "upper": enough if infeasible else float(model.getDualbound()), "certified": infeasible}
 
 
+def scip_lazy(seed: int, call: dict, budget: float, levels: int | None) -> dict:
+    """One SCIP branch and bound on the call's model at its λ, the Benders cuts of
+    :class:`~fairsched.lp.pricing.facility_location.FacilityTerm` separated at every node's LP
+    optimum and enforced at every integer point (``scip-lazy`` in the module docstring)."""
+    import pyscipopt
+    import scipy.sparse as sp
+
+    enough = call["options"].get("enough")
+    if enough is None:
+        raise SystemExit("the recorded call asked for no bound (no enough): give the run more --seconds")
+    oracle = restored(seed, call, levels)
+    term, n = oracle.terms[0][1], oracle.n
+    lp = oracle.h.getLp()
+    cost = np.array(lp.col_cost_)
+    cost[:n] = oracle.model.x_cost + call["lam"]
+    model = pyscipopt.Model()
+    model.hideOutput(True)
+    model.setHeuristics(pyscipopt.SCIP_PARAMSETTING.OFF)  # the best set is known, the bound is asked for
+    columns = [model.addVar(vtype="B" if j < n else "C", lb=float(lp.col_lower_[j]), ub=float(lp.col_upper_[j]),
+                            obj=float(cost[j])) for j in range(lp.num_col_)]
+    model.addObjoffset(float(oracle.model.offset))
+    model.setMaximize()
+    parts = (np.array(lp.a_matrix_.value_), np.array(lp.a_matrix_.index_), np.array(lp.a_matrix_.start_))
+    shape = (lp.num_row_, lp.num_col_)
+    rows = sp.csr_array(parts, shape=shape) if parts[2].size == shape[0] + 1 else sp.csc_array(parts, shape=shape).tocsr()
+    for i in range(shape[0]):
+        where = slice(rows.indptr[i], rows.indptr[i + 1])
+        expression = pyscipopt.quicksum(float(a) * columns[j] for j, a in zip(rows.indices[where], rows.data[where]))
+        low, high = float(lp.row_lower_[i]), float(lp.row_upper_[i])
+        model.addCons(expression == high if low == high else (expression <= high if low < -1e30 else low <= expression))
+    handler = _benders_handler(pyscipopt)(columns[:n], [columns[j] for j in term.columns], term)
+    model.includeConshdlr(handler, "fairsched-facility", "Benders cuts of facility location", sepapriority=1000,
+                          enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1, eagerfreq=-1, maxprerounds=0)
+    # one constraint of the handler, so that SCIP asks it for the variables' locks: without them its
+    # dual fixing puts every θ at its upper bound and the proof is wrong (a first version "certified"
+    # this call in 5.6 s; its optimum without the objective limit was 226.98 against a set worth 227.60)
+    model.addPyCons(model.createCons(handler, "facility", initial=False, propagate=False))
+    model.setObjlimit(enough)
+    model.setParam("limits/time", budget)
+    started, cpu = time.perf_counter(), time.process_time()
+    model.optimize()
+    infeasible = model.getStatus() == "infeasible"  # nothing above the objective limit
+    return {"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "rounds": 1,
+            "nodes": int(model.getNNodes()), "best": float("nan"),
+            "upper": enough if infeasible else float(model.getDualbound()), "certified": infeasible,
+            "rows": shape[0], "cuts": handler.added}
+
+
+def _benders_handler(pyscipopt) -> type:
+    """The constraint handler of :func:`scip_lazy` (made when pyscipopt is imported)."""
+    result = pyscipopt.SCIP_RESULT
+
+    class Benders(pyscipopt.Conshdlr):
+        def __init__(self, x: list, theta: list, term):
+            self.x, self.theta, self.term = x, theta, term
+            self.added = 0
+
+        def _violated(self, solution) -> tuple[np.ndarray, np.ndarray]:
+            x = np.array([self.model.getSolVal(solution, v) for v in self.x])
+            theta = np.array([self.model.getSolVal(solution, v) for v in self.theta])
+            return self.term.violated(x, theta, 1e-7)
+
+        def _cut(self) -> dict:
+            points, taus = self._violated(None)
+            for i, tau in zip(points, taus):
+                row = self.model.createEmptyRowUnspec(name="benders", lhs=None, rhs=float(tau), local=False)
+                self.model.cacheRowExtensions(row)
+                self.model.addVarToRow(row, self.theta[i], 1.0)
+                excess = self.term.residual[i] - tau
+                for u in np.flatnonzero(excess > 0):
+                    self.model.addVarToRow(row, self.x[u], -float(excess[u]))
+                self.model.flushRowExtensions(row)
+                self.model.addCut(row, forcecut=True)
+                self.model.releaseRow(row)
+            self.added += points.size
+            return {"result": result.SEPARATED} if points.size else {}
+
+        def conssepalp(self, constraints, nusefulconss):
+            return self._cut() or {"result": result.DIDNOTFIND}
+
+        def consenfolp(self, constraints, nusefulconss, solinfeasible):
+            return self._cut() or {"result": result.FEASIBLE}
+
+        def consenfops(self, constraints, nusefulconss, solinfeasible, objinfeasible):
+            return {"result": result.INFEASIBLE if self._violated(None)[0].size else result.FEASIBLE}
+
+        def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason, completely):
+            return {"result": result.INFEASIBLE if self._violated(solution)[0].size else result.FEASIBLE}
+
+        def conslock(self, constraint, locktype, nlockspos, nlocksneg):
+            # θ_i <= g_i(x), g_i increasing: raising θ or lowering x may violate it
+            for v in self.theta:
+                self.model.addVarLocksType(v, locktype, nlocksneg, nlockspos)
+            for v in self.x:
+                self.model.addVarLocksType(v, locktype, nlockspos, nlocksneg)
+
+    return Benders
+
+
 def run(seed: int = 1, seconds: float = 600.0, budget: float = 200.0,
         variants: tuple[str, ...] = ("recorded",), rounds: bool = False,
         save: str | None = None, load: str | None = None) -> list[dict]:
@@ -246,13 +351,19 @@ def run(seed: int = 1, seconds: float = 600.0, budget: float = 200.0,
     print(f"seed {seed}: " + bench_pricing.call_header(CASE, call, seconds), flush=True)
     rows = []
     for variant in variants:
-        row = {"variant": variant, **(scip(seed, call, budget) if variant == "scip" else
-                                      replay(seed, call, variant, budget))}
+        if variant == "scip":
+            measured = scip(seed, call, budget)
+        elif variant.split("=")[0] == "scip-lazy":
+            measured = scip_lazy(seed, call, budget, int(variant.split("=")[1]) if "=" in variant else None)
+        else:
+            measured = replay(seed, call, variant, budget)
+        row = {"variant": variant, **measured}
         print(f"  {variant:32s} {row['seconds']:6.1f} s  {row['rounds']:2d} rounds  {row['nodes']:6d} nodes  "
               f"best set {row['best']:.6f}  bound {row['upper']:.6f}  "
               f"{'certified' if row['certified'] else 'not certified'}"
               + (f"  ({row['cpu']:.1f} s of CPU)" if "cpu" in row else "")
-              + (f"  ({row['rows_added']} rows added, {row['rows']} rows at the end)" if row.get("rows_added") else ""),
+              + (f"  ({row['rows_added']} rows added, {row['rows']} rows at the end)" if row.get("rows_added") else "")
+              + (f"  ({row['rows']} rows, {row['cuts']} cuts separated)" if "cuts" in row else ""),
               flush=True)
         for i, solve in enumerate(row.get("solves", []) if rounds else []):
             where = (f"over-estimated at {len(solve['positions'])} point(s), best member at position(s) "

@@ -175,16 +175,22 @@ class FacilityTerm(Term):
         return self.residual[:, x].max(axis=1) if x.any() else np.zeros(self.residual.shape[0])
 
     def separate(self, model: MilpModel, x: np.ndarray, own: np.ndarray) -> int:
+        return self.add_cuts(model, *self.violated(x, own))
+
+    def violated(self, x: np.ndarray, own: np.ndarray, tolerance: float = CUT_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+        """The points whose ``θ_i`` (``own``) exceeds the most violated cut at ``x`` by more than
+        ``tolerance`` (relative), and that cut's threshold ``τ`` for each: where the cumulative
+        ``x`` of the point's workers, by decreasing similarity, reaches 1 (module docstring)."""
         m = self.residual.shape[0]
         if m == 0:
-            return 0
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         ordered = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)[self.order]
         reach = np.cumsum(ordered, axis=1) >= 1.0 - 1e-9
         level = np.where(reach.any(axis=1), reach.argmax(axis=1), self.residual.shape[1] - 1)
         tau = self.sorted[np.arange(m), level]
         value = tau + (np.maximum(self.sorted - tau[:, None], 0.0) * ordered).sum(axis=1)
-        over = np.flatnonzero(own - value > CUT_TOLERANCE * np.maximum(1.0, value))
-        return self.add_cuts(model, over, tau[over])
+        over = np.flatnonzero(own - value > tolerance * np.maximum(1.0, value))
+        return over, tau[over]
 
     def add_cuts(self, model: MilpModel, points: np.ndarray, tau: np.ndarray) -> int:
         """Rows ``θ_i − Σ_u (s_iu − τ)^+ x_u <= τ`` for the given (point, τ) not in the model
