@@ -43,14 +43,25 @@ def scip_params(params: dict[str, object]) -> Iterator[None]:
         concave_scip.SCIP_PARAMS = saved
 
 
+@contextlib.contextmanager
+def scip_backend() -> Iterator[None]:
+    """Inside the block the concave pricing is SCIP's (restored after: the pytest run of this
+    benchmark shares its process with the others)."""
+    saved, concave.BACKEND = concave.BACKEND, "scip"
+    try:
+        yield
+    finally:
+        concave.BACKEND = saved
+
+
 def compare(case: str, seed: int = 0) -> dict[str, Any]:
     if not concave_scip.scip_installed():
         raise SystemExit("this benchmark needs the scip extra (pip install 'fairsched[scip]')")
-    concave.BACKEND = "scip"
-    lam = bench_concave_cuts.relaxation_duals(case, seed)
-    with scip_params({}):
-        defaults = bench_concave_cuts.price_once(case, seed, lam, True)
-    package = bench_concave_cuts.price_once(case, seed, lam, True)
+    with scip_backend():
+        lam = bench_concave_cuts.relaxation_duals(case, seed)
+        with scip_params({}):
+            defaults = bench_concave_cuts.price_once(case, seed, lam, True)
+        package = bench_concave_cuts.price_once(case, seed, lam, True)
     if abs(defaults["best"] - package["best"]) > 2 * bench_concave_cuts.REL_GAP * max(1.0, abs(defaults["best"])):
         raise AssertionError(f"{case}: the two calls disagree on the maximum: {defaults['best']} and {package['best']}")
     for name, row in (("SCIP defaults", defaults), ("package", package)):

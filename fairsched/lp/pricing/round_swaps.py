@@ -238,13 +238,13 @@ def swept_distribution(utility: SetFunction, k: int, rounds: int, *, seconds: fl
     rng = np.random.default_rng(seed)
 
     def swept(support: Columns, weights: np.ndarray) -> tuple[Columns, np.ndarray]:
-        distinct, counts = support.to_masks(), apportioned_rounds(weights, rounds)
-        masks = np.repeat(distinct, counts, axis=0)
+        sets, counts = support.to_masks(), apportioned_rounds(weights, rounds)
+        masks = np.repeat(sets, counts, axis=0)
         state = round_swaps_for(utility, masks, k)
         if state is None or masks.shape[0] < 2:
             return Columns.empty(utility.n), np.empty(0)
         stop = time.perf_counter() + seconds
-        total = float(utility.values(distinct) @ counts)  # f once per set, not once per round
+        total = float(utility.values(sets) @ counts)  # f once per set, not once per round
         sweeps(state, total, rng, stop if deadline is None else min(stop, deadline))
         distinct = np.unique(state.masks, axis=0)
         return Columns.from_masks(distinct), utility.values(distinct)
