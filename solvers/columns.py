@@ -185,10 +185,17 @@ class Columns:
         return masks
 
     def to_sets(self) -> list[np.ndarray]:
-        """One sorted int64 index array per column."""
+        """One sorted index array per column: read-only int32 views of :attr:`indices`.
+
+        Views, not copies: a support of ``m`` sets of size ``k`` stays the ``4·m·k`` bytes it
+        already holds (``n = 200,000``, ``k = 1,000``: 0.76 GiB, where int64 copies added 1.5 GiB
+        at the peak of ``fairsched run``).
+        """
+        indices = self.indices.view()
+        indices.flags.writeable = False
         if self._width > 0:
-            return list(self.indices.reshape(len(self), self._width).astype(np.int64))
-        return np.split(self.indices.astype(np.int64), self.indptr[1:-1])
+            return list(indices.reshape(len(self), self._width))
+        return np.split(indices, self.indptr[1:-1])
 
     def chunks(self, max_nnz: int = 1 << 22) -> list[tuple[int, int]]:
         """Ranges ``[lo, hi)`` of columns holding at most ``max_nnz`` indices each (one column

@@ -88,3 +88,40 @@ def test_the_cvxpy_banner_stays_off_stdout_in_a_real_process():
     assert proc.returncode == 0, proc.stderr
     assert only_json(proc.stdout)["value"] == pytest.approx(0.8455122224, abs=1e-8)
     assert "Traceback" not in proc.stderr
+
+
+def test_the_streamed_object_is_the_text_json_dumps_writes():
+    """``write_json`` writes key by key what ``json.dumps`` writes at once (non-finite numbers
+    as null), and an ``EncodedArray`` element by element across its batches."""
+    import io
+    import math
+
+    from fairsched.cli.output import EncodedArray, write_json
+
+    data = {"a": 1.5, "b": [math.inf, {"c": math.nan, "d": "é\"x"}], "e": None, "f": {"g": [1, 2]}}
+    stream = io.StringIO()
+    write_json(data, stream)
+    expected = {"a": 1.5, "b": [None, {"c": None, "d": "é\"x"}], "e": None, "f": {"g": [1, 2]}}
+    assert stream.getvalue() == json.dumps(expected)
+    for size in (0, 1, 3, 4, 7):
+        records = [{"set": [f"w{i}", f"w{i + 1}"], "probability": i / 7} for i in range(size)]
+        stream = io.StringIO()
+        write_json({"n": size, "support": EncodedArray((json.dumps(x) for x in records), batch=3)}, stream)
+        assert stream.getvalue() == json.dumps({"n": size, "support": records})
+
+
+def test_optimum_json_streams_the_same_object_as_as_dict(capfd):
+    """The command writes the support from ``support_json``; it must say what ``as_dict`` says."""
+    from fairsched.instances import load_instance
+    from fairsched.lp import optimum
+
+    assert main(["optimum", "coverage", "--method", "column-generation", "--json"]) == 0
+    printed = only_json(capfd.readouterr().out)
+    problem = load_instance("coverage")
+    solved = optimum(problem, method="column-generation")
+    expected = {"instance": "coverage", **json.loads(json.dumps(solved.as_dict(problem)))}
+    assert len(printed["support"]) > 1
+    for key in ("instance", "n", "k", "status", "method", "support", "fairness_price"):
+        assert printed[key] == expected[key], key
+    assert printed["value"] == pytest.approx(expected["value"], abs=1e-12)
+    assert set(printed) == set(expected)

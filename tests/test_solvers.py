@@ -405,3 +405,16 @@ def _knapsack_mip(rng: np.random.Generator, n: int, m: int):
                 np.arange(0, m * n + 1, m).astype(np.int32), np.tile(np.arange(m), n).astype(np.int32),
                 np.ascontiguousarray(A.T.reshape(-1)), np.ones(n, dtype=np.int32))
     return h
+
+
+def test_to_sets_are_read_only_views_of_the_columns_indices() -> None:
+    """A support of m sets of size k is not copied again (n = 200,000, k = 1,000: 1.5 GiB of
+    int64 copies at the peak of ``fairsched run`` before)."""
+    from fairsched.solvers.columns import Columns
+
+    for columns in (Columns.from_sets([np.array([4, 1]), np.array([2]), np.array([0, 3, 4])], 5),
+                    Columns.from_rows(np.array([[3, 0], [2, 1]]), 5)):
+        sets = columns.to_sets()
+        assert [S.tolist() for S in sets] == [sorted(columns[j].tolist()) for j in range(len(columns))]
+        assert all(np.shares_memory(S, columns.indices) and not S.flags.writeable for S in sets)
+        assert columns.indices.flags.writeable  # the columns' own array is untouched

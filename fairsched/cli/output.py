@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import json
 import math
 import os
 import sys
 from types import TracebackType
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 
@@ -53,15 +55,47 @@ class Output:
         if not self.as_json:
             print(text, file=self._stdout, flush=True)
             return
-        line = json.dumps(_finite(data), allow_nan=False)
         _flush_everything(sys.stderr)
         if self._saved_fd is not None:
             os.dup2(self._saved_fd, 1)
         try:
-            print(line, file=self._stdout, flush=True)
+            write_json(data, self._stdout)
+            self._stdout.write("\n")
+            self._stdout.flush()
         finally:
             if self._saved_fd is not None:
                 os.dup2(2, 1)
+
+
+class EncodedArray:
+    """A JSON array given as the JSON text of its elements, written one batch at a time by
+    :func:`write_json`, so that an array of millions of values is never held as Python objects."""
+
+    def __init__(self, elements: Iterable[str], batch: int = 256) -> None:
+        self.elements = elements
+        self.batch = batch
+
+    def write(self, stream: TextIO) -> None:
+        stream.write("[")
+        elements = iter(self.elements)
+        separator = ""
+        while part := list(itertools.islice(elements, self.batch)):  # itertools.batched is 3.12+
+            stream.write(separator + ", ".join(part))
+            separator = ", "
+        stream.write("]")
+
+
+def write_json(data: dict[str, Any], stream: TextIO) -> None:
+    """``data`` as one JSON object on ``stream`` (the text ``json.dumps`` gives, non-finite
+    numbers as ``null``), key by key; an :class:`EncodedArray` value is written element by element."""
+    stream.write("{")
+    for position, (key, value) in enumerate(data.items()):
+        stream.write(("" if position == 0 else ", ") + json.dumps(str(key)) + ": ")
+        if isinstance(value, EncodedArray):
+            value.write(stream)
+        else:
+            stream.write(json.dumps(_finite(value), allow_nan=False))
+    stream.write("}")
 
 
 def _finite(value: Any) -> Any:
