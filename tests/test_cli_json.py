@@ -124,4 +124,4 @@ def test_optimum_json_streams_the_same_object_as_as_dict(capfd):
     for key in ("instance", "n", "k", "status", "method", "support", "fairness_price"):
         assert printed[key] == expected[key], key
     assert printed["value"] == pytest.approx(expected["value"], abs=1e-12)
-    assert set(printed) == set(expected)
+    assert list(printed) == list(expected)  # the keys in as_dict's order, support before the prices

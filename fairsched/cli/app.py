@@ -114,9 +114,8 @@ def _optimum(args: argparse.Namespace, output: Output) -> int:
                                                   f"(n = {problem.n:,}, k = {problem.k:,})"):
         opt = optimum(problem, method=args.method, gap=args.gap, max_columns=args.max_columns,
                       time_limit=args.time_limit, progress=progress.column_generation, backend=args.backend)
-    # the support last and streamed: at n = 200,000 and k = 1,000 it is 2·10^8 ids
-    data = {"instance": args.instance, **opt.as_dict(problem, with_support=False),
-            "support": EncodedArray(opt.support_json(problem))}
+    data = {"instance": args.instance, **opt.as_dict(problem, streamed_support=True)}
+    data["support"] = EncodedArray(data["support"])  # n = 200,000, k = 1,000: 2·10^8 ids
     output.emit(data, _optimum_text(opt, problem))
     return EXIT_OK
 

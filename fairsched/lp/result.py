@@ -78,14 +78,14 @@ class Optimum(Result):
         """``upper_bound − value``, at least 0."""
         return max(0.0, self.upper_bound - self.value)
 
-    def as_dict(self, problem: Problem, *, with_support: bool = True) -> dict[str, Any]:
+    def as_dict(self, problem: Problem, *, streamed_support: bool = False) -> dict[str, Any]:
         """The JSON object of ``fairsched optimum --json`` (without the ``instance`` key).
 
         ``upper_bound``, ``gap`` and ``absolute_gap`` are certified, and ``None`` (JSON
         ``null``) when no bound was certified; ``relative_gap`` repeats ``gap`` for readers of
-        fairsched 0.1, where ``gap`` was absolute.  ``with_support=False`` leaves out
-        ``support``, whose Python objects cost about 8 bytes per id at least (the command line
-        writes it from :meth:`support_json` instead).
+        fairsched 0.1, where ``gap`` was absolute.  With ``streamed_support``, ``support`` is
+        :meth:`support_json`'s iterator over each record's JSON text instead of the list, whose
+        Python objects cost 8 bytes per id at least (the command line writes it so).
         """
         data: dict[str, Any] = {
             "n": problem.n,
@@ -101,7 +101,9 @@ class Optimum(Result):
             "success": self.success,
             "message": self.message,
         }
-        if with_support:
+        if streamed_support:
+            data["support"] = self.support_json(problem)
+        else:
             ids = np.asarray(problem.ids, dtype=object)  # fancy indexing: n·k ids at scale
             data["support"] = [{"set": ids[S].tolist(), "probability": float(p)}
                                for S, p in zip(self.support, self.probabilities)]
