@@ -84,7 +84,7 @@ def test_lp_sequenced_at_scale(benchmark, n, k, rounds, build_limit, round_limit
           f"{len(opt.support):,} support sets, {lp_share:.2f} s wall inside optimum), "
           f"guard window {engine.policy._guard.window}; per round {full_ms:.3f} ms CPU everyone available, "
           f"{away_ms:.3f} ms at availability 0.9, {run_ms:.3f} ms in run(); "
-          f"{rounds:,} rounds: ratio {report.ratio:.6f}, max debt {report.max_debt:.3f}, "
+          f"{rounds:,} rounds: ratio {report.ratio:.6f}, max debt {report.max_debt:.9f}, "
           f"guard overrode {played.guarded_rounds:,} rounds ({played.swapped_in:,} workers swapped in, "
           f"{played.edf_rounds:,} EDF rounds); "
           f"state {len(text) / 2**20:.2f} MiB, restored in {restore_cpu:.2f} s CPU without solving")

@@ -69,6 +69,6 @@ def test_run_at_scale(benchmark, tmp_path, n, k):
           f"{result['peak']:,.0f} MiB (without U_opt: {base_seconds:.1f} s, {base_peak:,.0f} MiB); "
           f"optimum {data['optimum']} ({data['optimum_status']}), upper bound {data['optimum_upper_bound']}, "
           f"ratio {data['ratio']}, certified ratio >= {data['ratio_lower_bound']}, "
-          f"max debt {data['max_debt']:.3f}; reason: {data['optimum_reason']}")
+          f"max debt {data['max_debt']:.9f}; reason: {data['optimum_reason']}")
     assert data["max_debt"] < 1 and baseline["max_debt"] == data["max_debt"]
     assert (data["optimum_upper_bound"] is not None) or data["optimum_reason"]
