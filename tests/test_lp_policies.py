@@ -338,3 +338,35 @@ def test_lp_policies_run_on_column_generation_support_at_large_n():
     randomised = evaluate(run(problem, LPRandom(), 3000, seed=1), problem, opt.value)
     assert abs(randomised.ratio - 1) < 0.01
     assert evaluate(run(problem, Lyapunov(V=30), 3000), problem, opt.value).ratio >= 0.98
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 22])
+def test_plan_marginals_in_chunks_equal_the_dense_sum(monkeypatch, chunk):
+    """``Σ_{S ∋ u} p_S`` summed a few members at a time is the sum over the dense masks."""
+    import fairsched.policies.lp as lp_module
+
+    monkeypatch.setattr(lp_module, "MARGINAL_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for _ in range(50):
+        n, m = int(rng.integers(1, 20)), int(rng.integers(1, 9))
+        support = [np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int32)
+                   for _ in range(m)]
+        weights = rng.random(m) + 0.01
+        dense = np.zeros((m, n))
+        for row, S in zip(dense, support):
+            row[S] = 1.0
+        expected = (weights / weights.sum()) @ dense
+        assert np.allclose(lp_module._marginals(support, weights, n), expected, rtol=0, atol=1e-12)
+
+
+def test_plan_sets_are_the_supports_own_sorted_arrays():
+    """Sorted support sets are used as they are (no copy per set); others are sorted copies."""
+    from fairsched.policies.lp import _sorted_members
+
+    view = np.arange(10, dtype=np.int32)[2:6]
+    view.flags.writeable = False
+    assert _sorted_members(view) is view
+    unsorted = np.array([5, 1, 3])
+    assert _sorted_members(unsorted).tolist() == [1, 3, 5] and unsorted.tolist() == [5, 1, 3]
+    assert _sorted_members([4, 2]).tolist() == [2, 4]
+    assert _sorted_members(np.array([2.0, 1.0])).dtype.kind == "i"
