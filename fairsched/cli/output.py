@@ -16,8 +16,8 @@ import json
 import math
 import os
 import sys
-from types import TracebackType
 from collections.abc import Iterable
+from types import TracebackType
 from typing import Any, TextIO
 
 

@@ -29,7 +29,9 @@ class Optimum(Result):
     certified a bound.  ``gap`` is the **relative** gap ``(upper_bound − value) /
     max(|value|, 1e-12)``, as everywhere in fairsched (the ``gap`` argument of
     :func:`optimum` and ``--gap`` mean the same), and ``absolute_gap`` the difference
-    ``upper_bound − value``.
+    ``upper_bound − value``.  ``support`` lists each set as its sorted worker indices (column
+    generation's are read-only int32 views of one array, so a support of about ``n`` sets of
+    ``k`` costs ``4·n·k`` bytes once).
 
     ``fairness_price`` is λ, the utility lost per unit of ``r_u`` (at a certified gap of 0,
     an optimal dual).  ``master_fairness_price`` holds the duals of the LP whose solution is
