@@ -74,6 +74,22 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.
     return sizes, np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(first - starts, sizes)
 
 
+#: indices per chunk of :meth:`Columns.chunks` (and its per-index temporaries)
+CHUNK_NNZ = 1 << 22
+
+
+def chunk_ranges(indptr: np.ndarray, max_nnz: int = CHUNK_NNZ) -> list[tuple[int, int]]:
+    """Ranges ``[lo, hi)`` of the sets ``j`` (set ``j`` holds ``indptr[j + 1] − indptr[j]``
+    indices) with at most ``max_nnz`` indices each, one set per range at least."""
+    ranges, lo, m = [], 0, len(indptr) - 1
+    while lo < m:
+        hi = int(np.searchsorted(indptr, indptr[lo] + max(1, max_nnz), side="right")) - 1
+        hi = min(m, max(hi, lo + 1))
+        ranges.append((lo, hi))
+        lo = hi
+    return ranges
+
+
 class Columns:
     """0/1 columns (sets of workers) stored sparsely: a column is the sorted indices of its members.
 
@@ -197,16 +213,10 @@ class Columns:
             return list(indices.reshape(len(self), self._width))
         return np.split(indices, self.indptr[1:-1])
 
-    def chunks(self, max_nnz: int = 1 << 22) -> list[tuple[int, int]]:
+    def chunks(self, max_nnz: int = CHUNK_NNZ) -> list[tuple[int, int]]:
         """Ranges ``[lo, hi)`` of columns holding at most ``max_nnz`` indices each (one column
         per range at least), so that per-index temporaries stay bounded."""
-        ranges, lo, m = [], 0, len(self)
-        while lo < m:
-            hi = int(np.searchsorted(self.indptr, self.indptr[lo] + max(1, max_nnz), side="right")) - 1
-            hi = min(m, max(hi, lo + 1))
-            ranges.append((lo, hi))
-            lo = hi
-        return ranges
+        return chunk_ranges(self.indptr, max_nnz)
 
     def _reduce(self, gathered: Callable[[np.ndarray], np.ndarray], dtype: type) -> np.ndarray:
         """Per-column sums of ``gathered(indices)``, chunked; empty columns give 0."""

@@ -38,6 +38,7 @@ from fairsched.policies.refill import (
     urgency_keys,
 )
 from fairsched.problem import Problem
+from fairsched.solvers.columns import CHUNK_NNZ, chunk_ranges
 from fairsched.utilities import AccuracyUtility
 
 BATCH_ROUNDS = 8192
@@ -108,7 +109,7 @@ def check_plan(problem: Problem, support: list[np.ndarray], probabilities: np.nd
 
 
 #: members per chunk of :func:`_marginals`
-MARGINAL_CHUNK = 1 << 22
+MARGINAL_CHUNK = CHUNK_NNZ
 
 
 def _marginals(support: list[np.ndarray], probabilities: np.ndarray, n: int) -> np.ndarray:
@@ -116,16 +117,12 @@ def _marginals(support: list[np.ndarray], probabilities: np.ndarray, n: int) -> 
     chunks of about :data:`MARGINAL_CHUNK` members: the whole support at once (its members,
     as int64, and a weight per member) took 1.9 GB at ``n = 100,000``, ``k = 1,000``."""
     sizes = np.fromiter((S.size for S in support), dtype=np.int64, count=len(support))
-    ends = np.cumsum(sizes)
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
     p = np.asarray(probabilities, dtype=float) / float(np.sum(probabilities))
     marginal = np.zeros(n)
-    lo = 0
-    while lo < len(support):
-        reached = ends[lo - 1] if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(ends, reached + MARGINAL_CHUNK, side="right")))
+    for lo, hi in chunk_ranges(indptr, MARGINAL_CHUNK):
         marginal += np.bincount(np.concatenate(support[lo:hi]), weights=np.repeat(p[lo:hi], sizes[lo:hi]),
                                 minlength=n)
-        lo = hi
     return marginal
 
 
