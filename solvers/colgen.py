@@ -807,9 +807,8 @@ def column_generation(
             state.start_joined = len(columns)
         else:
             support = np.flatnonzero(state.start_weights > 0)
-            weighted = columns.take(support)
-            if weighted.nnz <= pool_nonzeros:
-                master.add(weighted, values[support])
+            if int(columns.sizes()[support].sum()) <= pool_nonzeros:
+                master.add(columns.take(support), values[support])  # no name left on the copy
                 state.start_joined = support.size
         state.penalty = penalty
         for cols, vals in guess_columns:
@@ -821,7 +820,10 @@ def column_generation(
                                      max_new_columns=max_new_columns, penalty=penalty, ceiling=ceiling,
                                      value_lower_bound=value_lower_bound, tailing_off=tailing_off,
                                      record=record)
-    return _result(state, certificate, r, status, iteration, history, all_exact, master, start, caps)
+        # the master's pool and HiGHS model are not needed for the result: freed before the
+        # support is gathered (they were alive beside it at the peak)
+        state.master = master = None
+    return _result(state, certificate, r, status, iteration, history, all_exact, start, caps)
 
 
 @dataclass
@@ -1149,14 +1151,14 @@ def _remaining(stop_at: float) -> float | None:
 
 
 def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
-            history: list[tuple[int, float, float, int]], all_exact: bool, master: _Master | None,
+            history: list[tuple[int, float, float, int]], all_exact: bool,
             start: float, caps: np.ndarray | None = None) -> ColumnGenerationResult:
     """Expand the best distribution into its sets and attach the certificate."""
     if state.best is None and state.start_weights is None:
         short = state.slack if state.slack is not None else r
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
                           f"{_names(short, r)}")
-    support, probabilities, values = _support(state, master, r, caps)
+    support, probabilities, values = _support(state, r, caps)
     # the distribution reported, less any negligible weights _support left out
     lower = min(state.lower, float(probabilities @ values))
     if certificate.lam is not None:
@@ -1200,36 +1202,35 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
     )
 
 
-def _support(state: _State, master: _Master | None, r: np.ndarray,
+def _support(state: _State, r: np.ndarray,
              caps: np.ndarray | None = None) -> tuple[Columns, np.ndarray, np.ndarray]:
     """The sets of the best distribution (the aggregated start column expanded), merged,
-    without those of negligible weight (:data:`NEGLIGIBLE_WEIGHT`)."""
-    parts, weights, values = [], [], []
+    without those of negligible weight (:data:`NEGLIGIBLE_WEIGHT`); the kept sets of each part
+    are gathered into one array (:meth:`Columns.gather`), never the parts joined first."""
+    parts: list[tuple[Columns, np.ndarray, np.ndarray]] = []
     if state.best is None:
-        parts.append(state.start_columns)
-        weights.append(state.start_weights)
-        values.append(state.start_values)
+        parts.append((state.start_columns, state.start_weights, state.start_values))
     else:
         best = state.best
         if best.aggregate > 0:
-            parts.append(state.start_columns)
-            weights.append(best.aggregate * state.start_weights)
-            values.append(state.start_values)
+            parts.append((state.start_columns, best.aggregate * state.start_weights, state.start_values))
         columns, column_values, column_weights = state.best_support
-        parts.append(columns)
-        weights.append(column_weights)
-        values.append(column_values)
-    columns = Columns.concatenate(parts, state.start_columns.n)
-    weights_all = np.concatenate(weights)
-    values_all = np.concatenate(values)
+        parts.append((columns, column_weights, column_values))
+    weights_all = np.concatenate([weights for _, weights, _ in parts])
+    bounds = np.cumsum([0] + [weights.size for _, weights, _ in parts])
     largest = max(1e-300, float(weights_all.max(initial=0.0)))
-    keep = np.flatnonzero(weights_all > 1e-12 * largest)
-    heavy = np.flatnonzero(weights_all > NEGLIGIBLE_WEIGHT * largest)
-    if heavy.size < keep.size:
-        marginals = columns.take(heavy).marginals(weights_all[heavy] / weights_all[heavy].sum())
+    keep = weights_all > 1e-12 * largest
+    heavy = weights_all > NEGLIGIBLE_WEIGHT * largest
+    if heavy.sum() < keep.sum():
+        share = np.where(heavy, weights_all, 0.0) / weights_all[heavy].sum()
+        marginals = sum(columns.marginals(share[lo:hi])
+                        for (columns, _, _), lo, hi in zip(parts, bounds[:-1], bounds[1:]))
         if (marginals >= r - MASTER_TOLERANCE).all() and (caps is None or (marginals <= caps + MASTER_TOLERANCE).all()):
             keep = heavy
-    columns, weights_all, values_all = columns.take(keep), weights_all[keep], values_all[keep]
+    picks = [np.flatnonzero(keep[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    columns = Columns.gather([(part, index) for (part, _, _), index in zip(parts, picks)], r.size)
+    weights_all = weights_all[keep]
+    values_all = np.concatenate([values[index] for (_, _, values), index in zip(parts, picks)])
     columns, weights_all, values_all = merge_duplicates(columns, weights_all, values_all)
     return columns, weights_all / weights_all.sum(), values_all
 

@@ -407,6 +407,28 @@ def _knapsack_mip(rng: np.random.Generator, n: int, m: int):
     return h
 
 
+@pytest.mark.parametrize("max_nnz", [1, 3, 1 << 22])
+def test_gather_equals_the_taken_parts_joined(max_nnz: int) -> None:
+    """Columns.gather writes the picked columns of each part straight into one array: the same
+    columns as taking them from each part and joining the copies, for parts of one common size
+    (a 2-D view) and of unequal sizes (chunks of ``max_nnz`` indices), repeats and empty picks."""
+    from fairsched.solvers.columns import Columns
+
+    rng = np.random.default_rng(3)
+    n = 9
+    common = Columns.from_rows(np.array([rng.choice(n, 3, replace=False) for _ in range(7)]), n)
+    unequal = Columns.from_sets([rng.choice(n, size, replace=False) for size in (2, 0, 5, 1, 4, 3)], n)
+    picks = [(common, np.array([5, 0, 2])), (unequal, np.array([1, 2, 2, 4, 0])), (common, np.array([], dtype=int)),
+             (unequal, np.array([5]))]
+    gathered = Columns.gather(picks, n, max_nnz)
+    joined = Columns.concatenate([part.take(index) for part, index in picks], n)
+    assert gathered.n == n and len(gathered) == 9
+    np.testing.assert_array_equal(gathered.indptr, joined.indptr)
+    np.testing.assert_array_equal(gathered.indices, joined.indices)
+    assert [gathered[j].tolist() for j in range(3)] == [common[5].tolist(), common[0].tolist(), common[2].tolist()]
+    assert len(Columns.gather([], n)) == 0
+
+
 def test_to_sets_are_read_only_views_of_the_columns_indices() -> None:
     """A support of m sets of size k is not copied again (n = 200,000, k = 1,000: 1.5 GiB of
     int64 copies at the peak of ``fairsched run`` before)."""

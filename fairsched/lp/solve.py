@@ -34,7 +34,7 @@ from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.balanced import balanced_pool, level_duals
 from fairsched.lp.pricing.exchange import exchange_columns
-from fairsched.lp.pricing.initial import column_values, priority_order
+from fairsched.lp.pricing.initial import StartingPool, column_values, priority_order
 from fairsched.lp.pricing.round_swaps import swept_distribution
 from fairsched.lp.pricing.schedule_search import better_start, default_rounds, schedule_search
 from fairsched.lp.result import Optimum
@@ -47,7 +47,7 @@ from fairsched.solvers import (
     k_subset_masks,
     solve_distribution_lp,
 )
-from fairsched.solvers.colgen import DEFAULT_GAP, PricingResult, column_generation, relative_gap
+from fairsched.solvers.colgen import DEFAULT_GAP, MASTER_TOLERANCE, POOL_NONZEROS, PricingResult, column_generation, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 from fairsched.utilities.accuracy import AccuracyUtility
@@ -279,6 +279,38 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
     )
 
 
+def _joined_start(pool: StartingPool, other: StartingPool | None, r: np.ndarray,
+                  caps: np.ndarray | None) -> StartingPool:
+    """:func:`~fairsched.lp.pricing.schedule_search.better_start` (both pools' sets, weighted
+    by the better distribution), or, where column generation will take the start as one
+    aggregated column, the better distribution's sets of positive weight alone
+    (:func:`_lean_start`)."""
+    if other is None or pool.columns.nnz + other.columns.nnz <= POOL_NONZEROS:
+        return better_start(pool, other)
+    best = other if other.value() > pool.value() else pool
+    return best.weighted() if _meets(best, r, caps) else better_start(pool, other)
+
+
+def _lean_start(pool: StartingPool, r: np.ndarray, caps: np.ndarray | None) -> StartingPool:
+    """The start without its sets of weight 0 where column generation takes it as one
+    aggregated column (more than :data:`~fairsched.solvers.colgen.POOL_NONZEROS` members in
+    all, marginals meeting the floors and caps): only its sets of positive weight are used
+    there, the others would be carried along (accuracy, Pareto sizes, ``n = 200,000``, ``k =
+    1,000``: the sample's 0.5 GiB, and a 1.1 GiB join of it with the balanced pool, at the peak
+    of ``fairsched run``); else the start as it is."""
+    if pool.columns.nnz <= POOL_NONZEROS or not _meets(pool, r, caps):
+        return pool
+    return pool.weighted()
+
+
+def _meets(pool: StartingPool, r: np.ndarray, caps: np.ndarray | None) -> bool:
+    """Whether the pool's distribution meets the floors (and caps) within column generation's
+    :data:`~fairsched.solvers.colgen.MASTER_TOLERANCE`, as column generation checks it."""
+    marginals = pool.columns.marginals(pool.probabilities)
+    return bool((marginals >= r - MASTER_TOLERANCE).all()) and (
+        caps is None or bool((marginals <= caps + MASTER_TOLERANCE).all()))
+
+
 def _trades(utility: AccuracyUtility) -> Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]]:
     """Column generation's ``primal_columns`` for the accuracy utility: the sets of
     :func:`~fairsched.lp.pricing.exchange.exchange_columns` and their values."""
@@ -355,14 +387,15 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                                    deadline=until(getattr(oracle, "schedule_share", None) or SCHEDULE_SHARE),
                                    beat=pool.value(), priority=priority,
                                    marginals=marginals if getattr(oracle, "wished_start", False) else None)
-        pool = better_start(pool, schedule)
+        pool = _joined_start(pool, schedule, r, problem.caps)
     elif type(problem.utility) is AccuracyUtility:
         # f = g(L(S)): sets of alike size reach Jensen's bound where the sample's spread of
         # sizes costs more than the gap, and the degenerate master does not win it back
         # (balanced's docstring)
         balanced, classes = balanced_pool(problem.utility, problem.k, r, beat=pool.value(), gap=gap,
                                           caps=problem.caps, deadline=until(BALANCE_SHARE), priority=priority)
-        pool = better_start(pool, balanced)
+        pool = _joined_start(pool, balanced, r, problem.caps)
+        del balanced  # the start alone stays alive
         if classes is not None:  # some workers do not fit, or not in pairs: priced by their classes
             class_prices = list(classes.prices) or [level_duals(oracle, r, classes)]
     # the master is degenerate where the floors pin the marginals: trades between its own
@@ -376,6 +409,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     elif type(problem.utility) is Coverage and heuristic is not None and problem.caps is None:
         trades = swept_distribution(problem.utility, problem.k, default_rounds(problem.n, problem.k),
                                     deadline=deadline)
+    pool = _lean_start(pool, r, problem.caps)
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
         guesses.extend(class_prices)
