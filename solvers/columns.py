@@ -171,9 +171,13 @@ class Columns:
         taken copies: those and the joined array were both alive at the peak of the LP's
         result (``n = 200,000``, ``k = 1,000``: a 1.1 GiB join of the start's columns before
         the support was taken out of it).  Columns of unequal sizes are copied ``max_nnz``
-        indices at a time at most (their positions are int64 temporaries).
+        indices at a time at most (their positions are int64 temporaries).  Picks from one
+        part alone are :meth:`take`'s (the part itself where every column is picked in order).
         """
         picks = [(part, np.asarray(index, dtype=np.int64).reshape(-1)) for part, index in picks]
+        picks = [(part, index) for part, index in picks if index.size]
+        if len(picks) == 1:
+            return picks[0][0].take(picks[0][1])  # the part itself where all of it is picked
         sizes = [part.indptr[index + 1] - part.indptr[index] for part, index in picks]
         indptr = np.zeros(sum(s.size for s in sizes) + 1, dtype=np.int64)
         if indptr.size > 1:

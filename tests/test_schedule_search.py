@@ -350,11 +350,11 @@ def test_better_start_keeps_both_pools_and_weights_the_better():
     assert better_start(low, None) is low
 
 
-def test_a_start_too_large_for_the_master_keeps_only_the_better_distributions_sets(monkeypatch):
+def test_a_start_too_large_for_the_master_keeps_only_the_better_pool(monkeypatch):
     """Where the start enters column generation's master as one aggregated column (more than
-    POOL_NONZEROS members), only the better distribution's sets of positive weight are kept;
-    a start whose distribution misses a floor keeps every set (they join the master one by
-    one), and a small start is better_start's."""
+    POOL_NONZEROS members), only the better pool is kept, its sets and weights as they were;
+    where its distribution misses a floor or a cap, or the pools are small, both pools
+    (better_start's)."""
     from fairsched.lp import solve
 
     utility = facility(8, 6, 4)
@@ -365,22 +365,17 @@ def test_a_start_too_large_for_the_master_keeps_only_the_better_distributions_se
     r = np.full(8, 0.1)
     r[4:] = 0.0
     assert high.value() > low.value()
-    assert len(solve._joined_start(low, high, r, None).columns) == 5  # small: both pools
-    monkeypatch.setattr(solve, "POOL_NONZEROS", 4)
-    for first, second in [(low, high), (high, low)]:
-        lean = solve._joined_start(first, second, r, None)
-        assert [lean.columns[j].tolist() for j in range(len(lean.columns))] == [[0, 1], [2, 3]]
-        np.testing.assert_array_equal(lean.probabilities, [0.6, 0.4])
-        assert lean.value() == pytest.approx(high.value())
-    assert len(solve._lean_start(high, r, None).columns) == 2
+    both = solve._joined_start(low, high, r, None)
+    assert len(both.columns) == 5 and both.value() == pytest.approx(high.value())
+    assert solve._joined_start(low, None, r, None) is low
+    monkeypatch.setattr(solve, "POOL_NONZEROS", 9)  # the two pools hold 10 members
+    assert solve._joined_start(low, high, r, None) is high
+    assert solve._joined_start(high, low, r, None) is high
     missed = r.copy()
     missed[0] = 0.7  # the better distribution gives worker 0 only 0.6
     assert len(solve._joined_start(low, high, missed, None).columns) == 5
-    assert solve._lean_start(high, missed, None) is high
-    capped = np.full(8, 0.5)  # the better distribution gives worker 0 0.6, above its cap
+    capped = np.full(8, 0.5)  # and 0.6, above this cap
     assert len(solve._joined_start(low, high, r, capped).columns) == 5
-    monkeypatch.setattr(solve, "POOL_NONZEROS", 100)
-    assert solve._lean_start(high, r, None) is high
 
 
 @pytest.mark.parametrize("seed", range(3))

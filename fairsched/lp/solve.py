@@ -282,25 +282,16 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
 def _joined_start(pool: StartingPool, other: StartingPool | None, r: np.ndarray,
                   caps: np.ndarray | None) -> StartingPool:
     """:func:`~fairsched.lp.pricing.schedule_search.better_start` (both pools' sets, weighted
-    by the better distribution), or, where column generation will take the start as one
-    aggregated column, the better distribution's sets of positive weight alone
-    (:func:`_lean_start`)."""
+    by the better distribution) where the start's sets can join column generation's master
+    one by one (at most :data:`~fairsched.solvers.colgen.POOL_NONZEROS` members in all); beyond
+    that the master takes the start as one aggregated column, so the better pool alone is
+    kept where its distribution meets the floors (and caps): the other's sets would only be
+    carried along (accuracy, Pareto sizes, ``n = 200,000``, ``k = 1,000``: the sample's 0.5
+    GiB, and a 1.1 GiB join of it with the balanced pool, at the peak of ``fairsched run``)."""
     if other is None or pool.columns.nnz + other.columns.nnz <= POOL_NONZEROS:
         return better_start(pool, other)
     best = other if other.value() > pool.value() else pool
-    return best.weighted() if _meets(best, r, caps) else better_start(pool, other)
-
-
-def _lean_start(pool: StartingPool, r: np.ndarray, caps: np.ndarray | None) -> StartingPool:
-    """The start without its sets of weight 0 where column generation takes it as one
-    aggregated column (more than :data:`~fairsched.solvers.colgen.POOL_NONZEROS` members in
-    all, marginals meeting the floors and caps): only its sets of positive weight are used
-    there, the others would be carried along (accuracy, Pareto sizes, ``n = 200,000``, ``k =
-    1,000``: the sample's 0.5 GiB, and a 1.1 GiB join of it with the balanced pool, at the peak
-    of ``fairsched run``); else the start as it is."""
-    if pool.columns.nnz <= POOL_NONZEROS or not _meets(pool, r, caps):
-        return pool
-    return pool.weighted()
+    return best if _meets(best, r, caps) else better_start(pool, other)
 
 
 def _meets(pool: StartingPool, r: np.ndarray, caps: np.ndarray | None) -> bool:
@@ -409,7 +400,6 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     elif type(problem.utility) is Coverage and heuristic is not None and problem.caps is None:
         trades = swept_distribution(problem.utility, problem.k, default_rounds(problem.n, problem.k),
                                     deadline=deadline)
-    pool = _lean_start(pool, r, problem.caps)
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
         guesses.extend(class_prices)

@@ -64,13 +64,6 @@ class StartingPool:
         """``Σ_S p_S f(S)`` of the starting distribution: a lower bound on ``U_opt``."""
         return float(self.probabilities @ self.values)
 
-    def weighted(self) -> StartingPool:
-        """The same distribution without the sets of weight 0."""
-        keep = np.flatnonzero(self.probabilities > 0)
-        if keep.size == len(self.columns):
-            return self
-        return StartingPool(self.columns.take(keep), self.values[keep], self.probabilities[keep])
-
 
 def systematic_columns(x: np.ndarray, k: int, order: np.ndarray | None = None,
                        split: int | None = None) -> tuple[Columns, np.ndarray]:
