@@ -176,6 +176,9 @@ class Columns:
         """
         picks = [(part, np.asarray(index, dtype=np.int64).reshape(-1)) for part, index in picks]
         picks = [(part, index) for part, index in picks if index.size]
+        for part, index in picks:
+            if index.min() < 0 or index.max() >= len(part):
+                raise IndexError(f"column index out of range 0..{len(part) - 1}")
         if len(picks) == 1:
             return picks[0][0].take(picks[0][1])  # the part itself where all of it is picked
         sizes = [part.indptr[index + 1] - part.indptr[index] for part, index in picks]
@@ -187,7 +190,8 @@ class Columns:
         for (part, index), size in zip(picks, sizes):
             if part._width >= 0:
                 block = indices[at: at + index.size * part._width].reshape(index.size, part._width)
-                np.take(part.indices.reshape(len(part), part._width), index, axis=0, out=block)
+                # mode "clip" (the indices are checked above): "raise" buffers a copy of the output
+                np.take(part.indices.reshape(len(part), part._width), index, axis=0, out=block, mode="clip")
             else:
                 # a bounded number of indices per step keeps the int64 positions small
                 done = at

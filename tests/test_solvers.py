@@ -427,6 +427,8 @@ def test_gather_equals_the_taken_parts_joined(max_nnz: int) -> None:
     np.testing.assert_array_equal(gathered.indices, joined.indices)
     assert [gathered[j].tolist() for j in range(3)] == [common[5].tolist(), common[0].tolist(), common[2].tolist()]
     assert len(Columns.gather([], n)) == 0
+    with pytest.raises(IndexError, match="out of range"):
+        Columns.gather([(common, np.array([7])), (unequal, np.array([0]))], n)
 
 
 def test_to_sets_are_read_only_views_of_the_columns_indices() -> None:

@@ -47,7 +47,14 @@ from fairsched.solvers import (
     k_subset_masks,
     solve_distribution_lp,
 )
-from fairsched.solvers.colgen import DEFAULT_GAP, MASTER_TOLERANCE, POOL_NONZEROS, PricingResult, column_generation, relative_gap
+from fairsched.solvers.colgen import (
+    DEFAULT_GAP,
+    MASTER_TOLERANCE,
+    POOL_NONZEROS,
+    PricingResult,
+    column_generation,
+    relative_gap,
+)
 from fairsched.solvers.columns import Columns
 from fairsched.solvers.lp import LPTimeLimitError, check_floors, lagrangian_bound
 from fairsched.utilities.accuracy import AccuracyUtility
