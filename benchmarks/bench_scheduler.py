@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scheduler.py                       # every policy, a table
     python benchmarks/bench_scheduler.py fairdg lyapunov       # some of them
+    python benchmarks/bench_scheduler.py --untuned pareto-sparse lyapunov   # a draw nothing was tuned on
     python -m pytest benchmarks/bench_scheduler.py --benchmark-only -s
 
 The accuracy family of ``fairsched.bench.families`` (the ``k`` strong workers have 400–600
@@ -16,8 +17,10 @@ median and p99 at most 20 ms for fairdg, lp-sequenced and random, 50 ms for lyap
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -72,9 +75,26 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
 
 
-def main(policies: list[str]) -> None:
-    problem = instance()
-    print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; {load()}")
+def untuned(case: str) -> fs.Problem:
+    """``bench_balanced.py``'s draw ``case`` (seed 1) at ``n = N``, ``k = K``, which nothing was tuned
+    on: ``pareto-sparse`` (heavy-tailed sizes, floors all distinct and pinned, ``Σ r = k``),
+    ``lognormal`` (lognormal sizes, floors summing to ``0.9·k``) and the others it lists."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_balanced import instance as draw
+
+    return draw(case, N, K, 1)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("policies", nargs="*", default=["fairdg", "random", "lyapunov", "lp-sequenced"])
+    parser.add_argument("--untuned", metavar="CASE", help="bench_balanced.py's draw CASE (seed 1) instead of "
+                        "the accuracy family, e.g. pareto-sparse or lognormal")
+    args = parser.parse_args(argv)
+    policies = args.policies or ["fairdg", "random", "lyapunov", "lp-sequenced"]
+    problem = instance() if args.untuned is None else untuned(args.untuned)
+    print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; "
+          f"{args.untuned or 'accuracy family'}; {load()}")
     print("policy        build s   wall p50 / p95 / p99 ms    cpu p50 / p95 / p99 ms   target")
     for policy in policies:
         wall, cpu, build = latencies(problem, policy)
@@ -110,4 +130,4 @@ def test_lp_sequenced(benchmark):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["fairdg", "random", "lyapunov", "lp-sequenced"])
+    main(sys.argv[1:])

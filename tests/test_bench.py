@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import math
 import subprocess
 import sys
@@ -395,6 +396,58 @@ def test_missing_matplotlib_skips_the_figures_but_writes_the_tables(monkeypatch,
     assert cli_bench.main([PAPER, "--policies", "fairdg", "--seeds", "1", "--rounds", "100", "--out", str(out)]) == 0
     assert {p.name for p in out.iterdir()} == {"results.csv", "timings.csv", "results.md"}
     assert "no figures: figures need matplotlib" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("levels, weight", [(None, 10.0), (None, 1e4), (40, 10.0)])
+def test_lazy_greedy_in_blocks_on_lyapunovs_score_equals_greedy(levels, weight, monkeypatch):
+    """Queue-penalised accuracy with floors all distinct (every queue a chain of its own, too
+    many to evaluate every head each step) or in a few levels: the steps taken in blocks of
+    certain picks (the state's gains_after) give greedy's set, and most steps are taken so
+    where the queues outweigh the utility."""
+    from fairsched.policies.lyapunov import _Penalised
+
+    module = importlib.import_module("fairsched.submodular.lazy_greedy")  # the package exports the function
+    taken = []
+    block = module._Prefix._block
+
+    def counted(self, size):
+        taken.append(block(self, size))
+        return taken[-1]
+
+    monkeypatch.setattr(module._Prefix, "_block", counted)
+    rng = np.random.default_rng(12)
+    n, k, rounds = 3000, 100, 25
+    utility = AccuracyUtility(np.ceil(np.exp(rng.normal(4.0, 1.2, n))))
+    r = rng.uniform(0.0, 1.0, n)
+    r *= 0.9 * k / r.sum()
+    if levels is not None:
+        r = np.round(r * levels) / levels
+    queues = np.zeros(n)
+    for _ in range(rounds):
+        score = _Penalised(utility, weight, queues)
+        available = rng.random(n) < 0.95
+        trace = lazy_greedy_trace(score, k, candidates=available)
+        assert np.array_equal(trace.selected, greedy_complete(score, k, candidates=available))
+        queues += r
+        queues[trace.selected] -= 1.0
+        np.maximum(queues, 0.0, out=queues)
+    if levels is None and weight == 10.0:
+        assert sum(taken) > rounds * k / 2
+
+
+def test_accuracy_gains_after_are_the_gains_after_each_add():
+    """gains_after(c)[j] is the gain of c[j] once c[:j] are added, from ∅ and from a base set."""
+    from fairsched.submodular.incremental import AccuracyGains
+
+    rng = np.random.default_rng(5)
+    utility = AccuracyUtility(rng.uniform(10, 500, 40).round())
+    for base in (np.array([], dtype=np.int64), np.array([3, 17])):
+        order = rng.permutation(np.setdiff1d(np.arange(40), base))[:12]
+        batch = AccuracyGains(utility, base).gains_after(order)
+        state = AccuracyGains(utility, base)
+        for j, u in enumerate(order):
+            assert batch[j] == pytest.approx(state.gains(np.array([u]))[0], rel=1e-12, abs=1e-15)
+            state.add(int(u))
 
 
 def test_lazy_greedy_on_lyapunovs_score_equals_greedy():

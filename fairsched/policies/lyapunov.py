@@ -16,6 +16,9 @@ of candidates is bounded by the utility's group bound plus the group's largest q
 round evaluates ``O(k)`` gains rather than ``O(k·n)``. With the accuracy utility the workers
 of one queue value form a chain by data size (:meth:`PenalisedGains.chains`): a round costs
 ``O(n)`` numpy work to build the chains plus ``k`` steps over the chain heads (a few hundred).
+Where the floors all differ, so do the queues and every chain is one worker; there the steps
+are taken in blocks of certain picks (:meth:`PenalisedGains.gains_after`, the lazy greedy's
+``_Prefix._block``), which keeps a round at ``n = 100,000``, ``k = 1,000`` within 50 ms.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class PenalisedGains:
         self._key_order = key_order
         if getattr(inner, "reference_gains", None) is None:
             self.reference_gains = None
+        if getattr(inner, "gains_after", None) is None:
+            self.gains_after = None
         if getattr(inner, "group_bounds", None) is None:
             self.group_bound = None
         if key_order is None:
@@ -66,6 +71,12 @@ class PenalisedGains:
     def gains(self, candidates: np.ndarray) -> np.ndarray:
         return self.weight * self.inner.gains(candidates) + self.queues[candidates]
 
+    def gains_after(self, candidates: np.ndarray, added: np.ndarray | None = None) -> np.ndarray:  # type: ignore[no-redef]
+        """The score's gain of ``candidates[j]`` once ``added[:j]`` (default ``candidates[:j]``) are
+        added (the utility's ``gains_after``)."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        return self.weight * self.inner.gains_after(candidates, added) + self.queues[candidates]
+
     def reference_gains(self, candidates: np.ndarray) -> np.ndarray:  # type: ignore[no-redef]
         """``_Penalised.gains(S)[candidates]`` bit for bit, when the utility's state has its own."""
         candidates = np.asarray(candidates, dtype=np.int64)
@@ -77,13 +88,12 @@ class PenalisedGains:
         member[candidates] = True
         ordered = self._key_order[member[self._key_order]]
         queues = self.queues[ordered]
-        levels = np.unique(queues)  # a plain sort: cheaper than return_inverse's argsort
-        label = np.searchsorted(levels, queues)  # few levels: a short binary search each
-        if levels.size <= np.iinfo(np.uint16).max:
-            label = label.astype(np.uint16)  # a radix sort
-        order = np.argsort(label, kind="stable")
-        counts = np.bincount(label, minlength=levels.size)
-        return ordered[order], np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        # one stable sort of the queues themselves: labelling them by np.unique and
+        # searchsorted first cost twice as much where most queues differ (floors all distinct)
+        order = np.argsort(queues, kind="stable")
+        ranked = queues[order]
+        starts = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1
+        return ordered[order], np.concatenate(([0], starts, [ranked.size])).astype(np.int64)
 
     def group_bound(self, candidates: np.ndarray):  # type: ignore[no-redef]
         """Blocks of the group by queue, each bounded by the utility's bound, scaled, plus its largest queue.

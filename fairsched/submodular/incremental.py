@@ -90,6 +90,19 @@ class AccuracyGains:
             return self._curve(sizes)
         return self._curve(self.total + sizes) - self._at
 
+    def gains_after(self, candidates: np.ndarray, added: np.ndarray | None = None) -> np.ndarray:
+        """The gain of ``candidates[j]`` once ``added[:j]`` (default ``candidates[:j]``) are added
+        in that order: ``g(T_j + L) − g(T_j)``, ``T_j`` summed as :meth:`add` sums it."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        sizes = self.sizes[candidates]
+        steps = sizes if added is None else self.sizes[np.asarray(added, dtype=np.int64)]
+        totals = np.cumsum(np.concatenate(([self.total], steps[: sizes.size - 1])))
+        first = 1 if self._members.size == 0 and sizes.size else 0  # from ∅: g(L), as gains computes it
+        out = np.empty(sizes.size)
+        out[:first] = self._curve(sizes[:first])
+        out[first:] = self._curve(totals[first:] + sizes[first:]) - self._curve(totals[first:])
+        return out
+
     def reference_gains(self, candidates: np.ndarray) -> np.ndarray:
         """``AccuracyUtility.gains(S)[candidates]`` bit for bit (elementwise, with ``T`` summed as it sums it)."""
         sizes = self.sizes[np.asarray(candidates, dtype=np.int64)]

@@ -29,7 +29,13 @@ chain's head is a contender, so many equal candidates make one bound, not a many
 When there are at most :data:`SMALL_PREFIX` chains and the gains cost ``O(1)`` each
 (``cheap_gains``), every head is evaluated at every step in one vectorised call, which
 costs less Python per step than choosing which bounds to refresh; costly gains (facility
-location: ``O(points)`` each) always stay lazy. A state with an ``order_key`` (gains ordered by a fixed key at every
+location: ``O(points)`` each) always stay lazy. A state that can give the gains of a sequence
+of candidates each after the ones before it are added (``gains_after``: Lyapunov's score on the
+accuracy utility) takes many steps at once: the prefix's heads by decreasing fresh gain win in
+turn for as long as each one's gain after its predecessors leads every other candidate's bound
+by the margin (:meth:`_Prefix._block`), so one vectorised check replaces a Python step per pick
+where the queues dominate (floors all distinct at ``n = 100,000``, ``k = 1,000``: 15 picks per
+check on average, a round 89 → 37 ms). A state with an ``order_key`` (gains ordered by a fixed key at every
 ``S``: accuracy's sizes, modular weights) needs no step at all: the greedy set is the
 largest keys, ties to the lower index, found by one partition in ``O(n)``.
 
@@ -65,6 +71,14 @@ DEFAULT_RTOL = 1e-9
 MAX_BATCH = 1 << 16
 #: at most this many chains of O(1) gains (a state's ``cheap_gains``) are all evaluated at every step
 SMALL_PREFIX = 512
+#: steps first tried at once where the state has ``gains_after`` (:meth:`_Prefix._block`); the
+#: size doubles while every step of a block is certain, up to MAX_BLOCK
+BLOCK_START = 32
+MAX_BLOCK = 4096
+#: a block compares each step's pick with the exact gains of this many heads after it
+BLOCK_WINDOW = 8
+#: after a block that took no step, plain steps before the next try (doubling while they fail)
+MAX_BLOCK_WAIT = 64
 
 
 class IncrementalGains(Protocol):
@@ -194,10 +208,10 @@ def _greedy(utility: SetFunction, k: int, base: np.ndarray | None, candidates: n
         prefix = _Prefix(utility, state, chosen, allowed, rtol, trace)
         if size == 0 and steps > 1 and not prefix.dense:
             # gains at ∅ (f of singletons) say little about the gains after the first pick,
-            # so the prefix is chosen on the gains at the first pick
+            # so the prefix is chosen on the gains at the first pick (the chains stay)
             prefix.run(1)
             steps -= 1
-            prefix = _Prefix(utility, state, chosen, allowed, rtol, trace)
+            prefix = _Prefix(utility, state, chosen, allowed, rtol, trace, prefix.remaining_chains())
         prefix.run(steps)
     trace.selected = np.flatnonzero(chosen)
     return trace
@@ -267,17 +281,20 @@ class _Prefix:
     """
 
     def __init__(self, utility: SetFunction, state: IncrementalGains, chosen: np.ndarray,
-                 allowed: np.ndarray, rtol: float, trace: GreedyTrace) -> None:
+                 allowed: np.ndarray, rtol: float, trace: GreedyTrace,
+                 chains: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.utility, self.state, self.chosen, self.allowed = utility, state, chosen, allowed
         self.rtol, self.trace = rtol, trace
         self.reference = getattr(state, "reference_gains", None)
         self.stepped = False
         pool = np.flatnonzero(allowed)
-        chains = getattr(state, "chains", None)
-        if chains is None:
+        arrange = getattr(state, "chains", None)
+        if chains is not None:  # the allowed candidates' chains, as the state would arrange them
+            self.members, self.start = chains
+        elif arrange is None:
             self.members, self.start = pool, np.arange(pool.size + 1)
         else:
-            self.members, self.start = chains(pool)
+            self.members, self.start = arrange(pool)
         self.cursor = self.start[:-1].copy()
         self.rep = self.members[self.cursor]
         gains = state.gains(self.rep)
@@ -300,25 +317,103 @@ class _Prefix:
             return
         self.chunk = max(2 * steps + 32, 256)
         self._extend()
-        left = int(self.members.size)
-        for _ in range(min(steps, left)):
+        left = min(steps, int(self.members.size))
+        blocks = getattr(self.state, "gains_after", None) is not None
+        size, wait, misses = BLOCK_START, 0, 1
+        while left > 0:
+            if blocks and wait == 0:
+                want = min(size, left)
+                taken = self._block(want)
+                left -= taken
+                if taken == want:
+                    size, misses = min(2 * size, MAX_BLOCK), 1
+                elif taken:
+                    size, misses = max(BLOCK_START, 2 * taken), 1
+                else:  # the leader is not certain at once: plain steps for a while
+                    wait, misses = misses, min(2 * misses, MAX_BLOCK_WAIT)
+                continue
+            wait = max(0, wait - 1)
             position, gain = self._step()
-            chain = int(self.pid[position])
-            worker = int(self.rep[chain])
-            self.trace.order.append(worker)
-            self.trace.gains.append(gain)
-            self.chosen[worker] = True
-            self.allowed[worker] = False
-            at = int(self.cursor[chain]) + 1
-            self.cursor[chain] = at
-            if at < self.start[chain + 1]:
-                self.rep[chain] = self.members[at]  # its gain is at most the bound
-            else:
-                self.rep[chain] = -1
-                self.pbound[position] = -np.inf
-            self.state.add(worker)
-            self.pfresh.fill(False)
-            self.stepped = True
+            self._pick(position, int(self.rep[int(self.pid[position])]), gain, keep_bound=True)
+            left -= 1
+
+    def _pick(self, position: int, worker: int, gain: float, keep_bound: bool) -> None:
+        """Add the head ``worker`` of the prefix's chain at ``position``, which won with ``gain``; the
+        chain's next member inherits the chain's bound (``keep_bound``) or ``gain``."""
+        chain = int(self.pid[position])
+        self.trace.order.append(worker)
+        self.trace.gains.append(gain)
+        self.chosen[worker] = True
+        self.allowed[worker] = False
+        at = int(self.cursor[chain]) + 1
+        self.cursor[chain] = at
+        if at < self.start[chain + 1]:
+            self.rep[chain] = self.members[at]  # its gain is at most the bound
+            if not keep_bound:
+                self.pbound[position] = gain
+        else:
+            self.rep[chain] = -1
+            self.pbound[position] = -np.inf
+        self.state.add(worker)
+        self.pfresh.fill(False)
+        self.stepped = True
+
+    def _block(self, size: int) -> int:
+        """Up to ``size`` steps at once, each one certain; how many were taken.
+
+        The ``size + 1`` prefix chains of largest bound get fresh gains (a valid bound on
+        their gains for the rest of the block, by submodularity) and are ordered by them,
+        ``b_1 >= b_2 >= …``.  Their heads' gains once the ones before them are added, ``g_j``
+        (the state's ``gains_after``), are what plain steps would find if each head won in
+        turn, and head ``j`` does win step ``j`` where ``g_j`` leads every other candidate's
+        bound by the margin: ``b_{j+1}``, the other prefix chains' bounds and the outside's.
+        The block ends before the first head that does not, and after a head whose chain has
+        more members (its next member inherits ``g_j`` as a bound, which later heads need not beat).
+        """
+        live = np.flatnonzero(self.pbound > -np.inf)
+        if live.size == 0:
+            return 0
+        self._refresh(live[~self.pfresh[live]])
+        if live.size > size + 1:
+            ranked = live[np.argpartition(-self.pbound[live], size + 1)]
+            top, others = ranked[: size + 1], float(self.pbound[ranked[size + 1:]].max())
+        else:
+            top, others = live, -np.inf
+        top = top[np.argsort(-self.pbound[top], kind="stable")]
+        take = top[:size]
+        heads = self.rep[self.pid[take]]
+        gains = self.state.gains_after(heads)
+        self.trace.evaluations += heads.size
+        outside = self._outside_max
+        if self._group is not None and outside > -np.inf:
+            outside = min(outside, self._group())
+        # the next BLOCK_WINDOW heads at each step: their exact gains then (tighter than b_{j+e});
+        # the ones after them: their bound b
+        bounds = np.append(self.pbound[top], np.full(BLOCK_WINDOW + 1, -np.inf))
+        rivals = np.maximum(bounds[BLOCK_WINDOW + 1: BLOCK_WINDOW + 1 + take.size], max(others, outside))
+        window = self.rep[self.pid[top]]
+        for e in range(1, min(BLOCK_WINDOW, top.size - 1) + 1):
+            ahead = self.state.gains_after(window[e: e + take.size], heads)
+            self.trace.evaluations += ahead.size
+            rivals[: ahead.size] = np.maximum(rivals[: ahead.size], ahead)
+        margin = self.rtol * np.maximum(np.abs(gains), self.state.error_scale)
+        certain = gains - margin > rivals
+        m = take.size if certain.all() else int(np.argmin(certain))
+        chains = self.pid[take[:m]]
+        longer = self.start[chains + 1] - self.cursor[chains] > 1
+        if longer.any():
+            m = int(np.argmax(longer)) + 1
+        for j in range(m):
+            self._pick(int(take[j]), int(heads[j]), float(gains[j]), keep_bound=False)
+        return m
+
+    def remaining_chains(self) -> tuple[np.ndarray, np.ndarray]:
+        """The chains without the workers picked so far (members, starts): what the state's
+        ``chains`` gives for the candidates still allowed, at ``O(n)`` numpy cost without its sort."""
+        keep = self.allowed[self.members]
+        chain = np.repeat(np.arange(self.start.size - 1), np.diff(self.start))[keep]
+        counts = np.bincount(chain, minlength=self.start.size - 1)
+        return self.members[keep], np.concatenate(([0], np.cumsum(counts[counts > 0]))).astype(np.int64)
 
     def _run_dense(self, steps: int) -> None:
         """Every step evaluates every chain's head; near-ties go to the oracle's bits (``reference_gains``)."""
@@ -389,6 +484,10 @@ class _Prefix:
                 self._extend()
                 continue
             if not fresh[top]:
+                if batch == 1:  # the largest bound is stale: it is the one to refresh
+                    best_fresh = max(best_fresh, self._refresh(np.array([top])))
+                    batch = 2
+                    continue
                 stale = (~fresh & (bound >= best_fresh) & (bound > -np.inf)).nonzero()[0]
                 if stale.size > batch:
                     stale = stale[np.argpartition(bound[stale], stale.size - batch)[stale.size - batch:]]
