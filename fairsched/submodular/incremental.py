@@ -91,16 +91,18 @@ class AccuracyGains:
         return self._curve(self.total + sizes) - self._at
 
     def gains_after(self, candidates: np.ndarray, added: np.ndarray | None = None) -> np.ndarray:
-        """The gain of ``candidates[j]`` once ``added[:j]`` (default ``candidates[:j]``) are added
-        in that order: ``g(T_j + L) − g(T_j)``, ``T_j`` summed as :meth:`add` sums it."""
+        """The gain of ``candidates[..., j]`` once ``added[:j]`` (default ``candidates[:j]``, for a
+        1-D ``candidates``) are added in that order: ``g(T_j + L) − g(T_j)``, ``T_j`` summed as
+        :meth:`add` sums it; rows of a 2-D ``candidates`` share the ``T_j``."""
         candidates = np.asarray(candidates, dtype=np.int64)
         sizes = self.sizes[candidates]
+        m = candidates.shape[-1]
         steps = sizes if added is None else self.sizes[np.asarray(added, dtype=np.int64)]
-        totals = np.cumsum(np.concatenate(([self.total], steps[: sizes.size - 1])))
-        first = 1 if self._members.size == 0 and sizes.size else 0  # from ∅: g(L), as gains computes it
-        out = np.empty(sizes.size)
-        out[:first] = self._curve(sizes[:first])
-        out[first:] = self._curve(totals[first:] + sizes[first:]) - self._curve(totals[first:])
+        totals = np.cumsum(np.concatenate(([self.total], steps[: max(m - 1, 0)])))
+        first = 1 if self._members.size == 0 and m else 0  # from ∅: g(L), as gains computes it
+        out = np.empty(sizes.shape)
+        out[..., :first] = self._curve(sizes[..., :first])
+        out[..., first:] = self._curve(totals[first:] + sizes[..., first:]) - self._curve(totals[first:])
         return out
 
     def reference_gains(self, candidates: np.ndarray) -> np.ndarray:

@@ -391,11 +391,12 @@ class _Prefix:
         # the ones after them: their bound b
         bounds = np.append(self.pbound[top], np.full(BLOCK_WINDOW + 1, -np.inf))
         rivals = np.maximum(bounds[BLOCK_WINDOW + 1: BLOCK_WINDOW + 1 + take.size], max(others, outside))
-        window = self.rep[self.pid[top]]
-        for e in range(1, min(BLOCK_WINDOW, top.size - 1) + 1):
-            ahead = self.state.gains_after(window[e: e + take.size], heads)
-            self.trace.evaluations += ahead.size
-            rivals[: ahead.size] = np.maximum(rivals[: ahead.size], ahead)
+        depth = min(BLOCK_WINDOW, top.size - 1)
+        if depth > 0:  # row e − 1: head j + e at step j, in one call
+            reach = np.arange(1, depth + 1)[:, None] + np.arange(take.size)[None, :]
+            ahead = self.state.gains_after(self.rep[self.pid[top[np.minimum(reach, top.size - 1)]]], heads)
+            self.trace.evaluations += int((reach < top.size).sum())
+            rivals = np.maximum(rivals, np.where(reach < top.size, ahead, -np.inf).max(axis=0))
         margin = self.rtol * np.maximum(np.abs(gains), self.state.error_scale)
         certain = gains - margin > rivals
         m = take.size if certain.all() else int(np.argmin(certain))
