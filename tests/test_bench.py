@@ -435,6 +435,32 @@ def test_lazy_greedy_in_blocks_on_lyapunovs_score_equals_greedy(levels, weight, 
         assert sum(taken) > rounds * k / 2
 
 
+@pytest.mark.parametrize("levels", [None, 5])
+def test_lyapunov_chains_hold_equal_queues_by_decreasing_size(levels):
+    """Every candidate in exactly one chain; a chain's queues are equal and its sizes do not
+    increase (ties by index), whether the queues are all distinct but the empty ones (chains of
+    one without a sort) or in a few levels."""
+    from fairsched.policies.lyapunov import _Penalised
+
+    rng = np.random.default_rng(8)
+    n = 5000
+    utility = AccuracyUtility(rng.integers(10, 60, n).astype(float))
+    queues = rng.uniform(0.1, 3.0, n) if levels is None else rng.integers(1, levels + 1, n) * 0.5
+    queues[rng.random(n) < 0.3] = 0.0
+    state = _Penalised(utility, 10.0, queues).incremental(np.array([0]))
+    candidates = np.flatnonzero(rng.random(n) < 0.9)
+    candidates = candidates[candidates != 0]
+    members, start = state.chains(candidates)
+    assert np.array_equal(np.sort(members), candidates) and start[0] == 0 and start[-1] == members.size
+    sizes = utility.sizes
+    for lo, hi in zip(start[:-1], start[1:]):
+        chain = members[lo:hi]
+        assert hi > lo and (queues[chain] == queues[chain[0]]).all()
+        assert all((sizes[a], -a) >= (sizes[b], -b) for a, b in zip(chain[:-1], chain[1:]))
+    longest = int(np.diff(start).max())
+    assert longest == (queues[candidates] == 0).sum() if levels is None else longest > 100
+
+
 def test_accuracy_gains_after_are_the_gains_after_each_add():
     """gains_after(c)[j] is the gain of c[j] once c[:j] are added, from ∅ and from a base set."""
     from fairsched.submodular.incremental import AccuracyGains

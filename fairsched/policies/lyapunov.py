@@ -37,6 +37,11 @@ from fairsched.utilities.base import SetFunction
 
 #: blocks of similar queues that a group of candidates is bounded by (see PenalisedGains.group_bound)
 QUEUE_BLOCKS = 32
+#: :meth:`PenalisedGains.chains` looks at every ``m // CHAIN_SAMPLE``-th of the ``m`` positive
+#: queues and, where more than ``DISTINCT_SHARE`` of those differ, makes those workers chains of
+#: one without sorting the queues (the sort took 9 of a round's 45 ms at ``n = 100,000``)
+CHAIN_SAMPLE = 1024
+DISTINCT_SHARE = 0.9
 
 
 class PenalisedGains:
@@ -83,7 +88,21 @@ class PenalisedGains:
         return self.weight * self.inner.reference_gains(candidates) + self.queues[candidates]
 
     def chains(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-redef]
-        """Equal queues, by decreasing key then index: along a chain the score gains never increase."""
+        """Equal queues, by decreasing key then index: along a chain the score gains never increase
+        (where the positive queues nearly all differ, only the empty ones make a chain)."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        positive = self.queues[candidates] > 0
+        sample = self.queues[candidates[positive][:: max(1, int(positive.sum()) // CHAIN_SAMPLE)]]
+        if sample.size and np.unique(sample).size > DISTINCT_SHARE * sample.size:
+            # the positive queues nearly all differ (floors all different): those workers are
+            # chains of one, and only the empty queues make a chain, without a sort of all queues
+            empty = np.zeros(self.queues.size, dtype=bool)
+            empty[candidates[~positive]] = True
+            ordered = self._key_order[empty[self._key_order]]
+            lone = candidates[positive]
+            start = np.concatenate(([0], ordered.size + np.arange(lone.size + 1))) if ordered.size else \
+                np.arange(lone.size + 1)
+            return np.concatenate((ordered, lone)), start.astype(np.int64)
         member = np.zeros(self.queues.size, dtype=bool)
         member[candidates] = True
         ordered = self._key_order[member[self._key_order]]
