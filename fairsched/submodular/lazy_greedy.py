@@ -34,8 +34,9 @@ of candidates each after the ones before it are added (``gains_after``: Lyapunov
 accuracy utility) takes many steps at once: the prefix's heads by decreasing fresh gain win in
 turn for as long as each one's gain after its predecessors leads every other candidate's bound
 by the margin (:meth:`_Prefix._block`), so one vectorised check replaces a Python step per pick
-where the queues dominate (floors all distinct at ``n = 100,000``, ``k = 1,000``: 15 picks per
-check on average, a round 89 → 37 ms). A state with an ``order_key`` (gains ordered by a fixed key at every
+where the queues dominate (floors all distinct at ``n = 100,000``, ``k = 1,000``: 8–15 picks
+per check on average, a round's median 106–130 → 31–53 ms; ``benchmarks/README.md``,
+"Lyapunov's greedy in blocks of certain picks"). A state with an ``order_key`` (gains ordered by a fixed key at every
 ``S``: accuracy's sizes, modular weights) needs no step at all: the greedy set is the
 largest keys, ties to the lower index, found by one partition in ``O(n)``.
 
