@@ -34,9 +34,9 @@ of candidates each after the ones before it are added (``gains_after``: Lyapunov
 accuracy utility) takes many steps at once: the prefix's heads by decreasing fresh gain win in
 turn for as long as each one's gain after its predecessors leads every other candidate's bound
 by the margin (:meth:`_Prefix._block`), so one vectorised check replaces a Python step per pick
-where the queues dominate (floors all distinct at ``n = 100,000``, ``k = 1,000``: 8–15 picks
-per check on average, a round's median 106–130 → 31–53 ms; ``benchmarks/README.md``,
-"Lyapunov's greedy in blocks of certain picks"). A state with an ``order_key`` (gains ordered by a fixed key at every
+where the queues dominate (floors all distinct at ``n = 100,000``, ``k = 1,000``: 55 picks
+per block on average; ``benchmarks/README.md``, "Lyapunov's greedy in blocks of certain
+picks"). A state with an ``order_key`` (gains ordered by a fixed key at every
 ``S``: accuracy's sizes, modular weights) needs no step at all: the greedy set is the
 largest keys, ties to the lower index, found by one partition in ``O(n)``.
 
@@ -368,8 +368,11 @@ class _Prefix:
         (the state's ``gains_after``), are what plain steps would find if each head won in
         turn, and head ``j`` does win step ``j`` where ``g_j`` leads every other candidate's
         bound by the margin: ``b_{j+1}``, the other prefix chains' bounds and the outside's.
-        The block ends before the first head that does not, and after a head whose chain has
-        more members (its next member inherits ``g_j`` as a bound, which later heads need not beat).
+        The run ends before the first head that does not, and after a head whose chain has
+        more members (its next member inherits ``g_j`` as a bound, which later heads need not
+        beat).  Where it ends because a later head overtook (greedy's order left the fresh
+        gains' order), the rest of the ``size + 1`` chains get fresh gains at the set now and a
+        new run starts on them, at ``O(size)`` rather than the ``O(prefix)`` of a new block.
         """
         live = np.flatnonzero(self.pbound > -np.inf)
         if live.size == 0:
@@ -380,18 +383,35 @@ class _Prefix:
             top, others = ranked[: size + 1], float(self.pbound[ranked[size + 1:]].max())
         else:
             top, others = live, -np.inf
-        top = top[np.argsort(-self.pbound[top], kind="stable")]
+        outside = self._outside_max
+        if self._group is not None and outside > -np.inf:
+            outside = min(outside, self._group())
+        limit = max(others, outside)
+        taken = 0
+        while True:
+            top = top[np.argsort(-self.pbound[top], kind="stable")]
+            m, stop = self._certain_run(top, size - taken, limit)
+            taken += m
+            if stop or m == 0 or taken == size:
+                return taken
+            # greedy's order left the fresh gains' order (a later head overtook): the rest of
+            # these chains, refreshed at the set now, are ordered again, at O(size) not O(prefix)
+            top = top[m:]
+            self._refresh(top)
+
+    def _certain_run(self, top: np.ndarray, size: int, limit: float) -> tuple[int, bool]:
+        """Take the heads of ``top`` (prefix positions, by decreasing fresh bound) in turn while
+        each one is certain (:meth:`_block`); how many, and whether to stop there (every one
+        was taken, or a taken head's chain has more members).  ``limit`` bounds every candidate
+        outside ``top``."""
         take = top[:size]
         heads = self.rep[self.pid[take]]
         gains = self.state.gains_after(heads)
         self.trace.evaluations += heads.size
-        outside = self._outside_max
-        if self._group is not None and outside > -np.inf:
-            outside = min(outside, self._group())
         # the next BLOCK_WINDOW heads at each step: their exact gains then (tighter than b_{j+e});
         # the ones after them: their bound b
         bounds = np.append(self.pbound[top], np.full(BLOCK_WINDOW + 1, -np.inf))
-        rivals = np.maximum(bounds[BLOCK_WINDOW + 1: BLOCK_WINDOW + 1 + take.size], max(others, outside))
+        rivals = np.maximum(bounds[BLOCK_WINDOW + 1: BLOCK_WINDOW + 1 + take.size], limit)
         depth = min(BLOCK_WINDOW, top.size - 1)
         if depth > 0:  # row e − 1: head j + e at step j, in one call
             reach = np.arange(1, depth + 1)[:, None] + np.arange(take.size)[None, :]
@@ -407,7 +427,7 @@ class _Prefix:
             m = int(np.argmax(longer)) + 1
         for j in range(m):
             self._pick(int(take[j]), int(heads[j]), float(gains[j]), keep_bound=False)
-        return m
+        return m, m == take.size or bool(longer.any())
 
     def remaining_chains(self) -> tuple[np.ndarray, np.ndarray]:
         """The chains without the workers picked so far (members, starts): what the state's
