@@ -33,6 +33,8 @@ N, K = 100_000, 1_000
 AVAILABLE = 0.95
 WARMUP, ROUNDS = 50, 300
 TARGET_MS = {"fairdg": 20.0, "lp-sequenced": 20.0, "random": 20.0, "lyapunov": 50.0}
+#: the table's policies, in its order (lp-sequenced, whose LP is solved first, last)
+POLICIES = ["fairdg", "random", "lyapunov", "lp-sequenced"]
 
 
 def instance(n: int = N, k: int = K, seed: int = 0) -> fs.Problem:
@@ -87,16 +89,15 @@ def untuned(case: str) -> fs.Problem:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("policies", nargs="*", default=["fairdg", "random", "lyapunov", "lp-sequenced"])
+    parser.add_argument("policies", nargs="*", default=POLICIES)
     parser.add_argument("--untuned", metavar="CASE", help="bench_balanced.py's draw CASE (seed 1) instead of "
                         "the accuracy family, e.g. pareto-sparse or lognormal")
     args = parser.parse_args(argv)
-    policies = args.policies or ["fairdg", "random", "lyapunov", "lp-sequenced"]
     problem = instance() if args.untuned is None else untuned(args.untuned)
     print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; "
           f"{args.untuned or 'accuracy family'}; {load()}")
     print("policy        build s   wall p50 / p95 / p99 ms    cpu p50 / p95 / p99 ms   target")
-    for policy in policies:
+    for policy in args.policies:
         wall, cpu, build = latencies(problem, policy)
         w, c = summary(wall), summary(cpu)
         print(f"{policy:<12} {build:8.2f}   {w['p50']:6.2f} / {w['p95']:6.2f} / {w['p99']:6.2f}"

@@ -93,17 +93,18 @@ class PenalisedGains:
         (where the positive queues nearly all differ, only the empty ones make a chain)."""
         candidates = np.asarray(candidates, dtype=np.int64)
         positive = self.queues[candidates] > 0
-        sample = self.queues[candidates[positive][:: max(1, int(positive.sum()) // CHAIN_SAMPLE)]]
+        lone = candidates[positive]
+        sample = self.queues[lone[:: max(1, lone.size // CHAIN_SAMPLE)]]
         if sample.size and np.unique(sample).size > DISTINCT_SHARE * sample.size:
             # the positive queues nearly all differ (floors all different): those workers are
             # chains of one, and only the empty queues make a chain, without a sort of all queues
             empty = np.zeros(self.queues.size, dtype=bool)
             empty[candidates[~positive]] = True
             ordered = self._key_order[empty[self._key_order]]
-            lone = candidates[positive]
-            start = np.concatenate(([0], ordered.size + np.arange(lone.size + 1))) if ordered.size else \
-                np.arange(lone.size + 1)
-            return np.concatenate((ordered, lone)), start.astype(np.int64)
+            start = ordered.size + np.arange(lone.size + 1, dtype=np.int64)
+            if ordered.size:
+                start = np.concatenate(([0], start))
+            return np.concatenate((ordered, lone)), start
         member = np.zeros(self.queues.size, dtype=bool)
         member[candidates] = True
         ordered = self._key_order[member[self._key_order]]
