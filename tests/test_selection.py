@@ -60,8 +60,27 @@ def test_largest_cuts_a_tie_at_the_top_by_index():
     assert chosen.tolist() == [1, 2, 3, 5, 17_000]
 
 
-@pytest.mark.parametrize("shape", SHAPES[:3] + ["spread"])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_kth_smallest_equals_the_sorted_value(shape):
     values = drawn(3, shape, 50_000)
     for index in (0, 7, 25_000, 49_999):
-        assert kth_smallest(values, index) == np.sort(values)[index]
+        assert np.array_equal(kth_smallest(values, index), np.sort(values)[index], equal_nan=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.booleans())
+def test_kth_smallest_splits_around_dominant_values_exactly(seed, dominant, with_nan):
+    """Where one or more values each fill a quarter of the array or more (the split around
+    them, repeated below or above), and where NaN fills the sample, every index gives the
+    sorted array's value; the array is not modified."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 3000))
+    heavy = rng.choice([-np.inf, -1.0, 0.0, 2.5, np.inf, np.nan if with_nan else 7.0], size=dominant, replace=False)
+    values = np.where(rng.random(size) < 0.8, rng.choice(heavy, size=size), rng.normal(size=size))
+    if with_nan:
+        values[rng.random(size) < 0.05] = np.nan
+    kept = values.copy()
+    expected = np.sort(values)
+    for index in {0, size - 1, int(rng.integers(0, size)), int(rng.integers(0, size))}:
+        assert np.array_equal(kth_smallest(values, index), expected[index], equal_nan=True)
+    assert np.array_equal(values, kept, equal_nan=True)
