@@ -34,6 +34,7 @@ from fairsched.policies.refill import (
     behind_by,
     most_urgent,
     refill,
+    refill_many,
     serve_urgent,
     urgency_keys,
 )
@@ -473,22 +474,26 @@ class LPSequenced(_Planned):
             urgent = self._most_urgent(available)
             blocked = self._guard.blocked(available, self.counts)
 
-        def played(j: int) -> np.ndarray:
-            return self._sets[j] if urgent is None else refill(self._sets[j], available, urgent)
-
         # the best candidate is usually safe: the others are refilled and judged only if not
-        sets = [played(ranked[0])]
-        safe = self._guard.safe(sets, blocked)
-        if not safe[0] and ranked.size > 1:
-            sets += [played(j) for j in ranked[1:]]
-            safe = np.concatenate([safe, self._guard.safe(sets[1:], blocked)])
+        first = self._sets[ranked[0]] if urgent is None else refill(self._sets[ranked[0]], available, urgent)
+        if self._guard.safe([first], blocked)[0]:
+            self._played[ranked[0]] += 1
+            return first
+        # the rest in one pass; only the sets played or overridden are taken out and sorted
+        members, owner = refill_many([self._sets[j] for j in ranked[1:]], available, urgent)
+        safe = self._guard.safe_members(members, owner, ranked.size - 1, blocked)
+
+        def played(c: int) -> np.ndarray:
+            return np.sort(members[owner == c])
+
         if safe.any():
             best = int(np.argmax(safe))
-            self._played[ranked[best]] += 1
-            return sets[best]
+            self._played[ranked[best + 1]] += 1
+            return played(best)
         self.guarded_rounds += 1
         edf = self._most_urgent(available) if urgent is None else urgent
-        overridden = self._least_override(sets[:OVERRIDE_CANDIDATES], edf, blocked)
+        sets = [first] + [played(c) for c in range(min(OVERRIDE_CANDIDATES, ranked.size) - 1)]
+        overridden = self._least_override(sets, edf, blocked)
         if overridden is None:
             self.edf_rounds += 1
             return np.sort(edf)
@@ -738,12 +743,16 @@ class DeadlineGuard:
 
     def safe(self, sets: list[np.ndarray], blocked: int = 0) -> np.ndarray:
         """For each candidate set of round :attr:`t`, whether playing it is safe."""
-        if not sets:
+        sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
+        members = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
+        return self.safe_members(members, np.repeat(np.arange(len(sets)), sizes), len(sets), blocked)
+
+    def safe_members(self, members: np.ndarray, owner: np.ndarray, count: int, blocked: int = 0) -> np.ndarray:
+        """:meth:`safe` of ``count`` sets given flat: set ``c`` is ``members[owner == c]``."""
+        if count == 0:
             return np.zeros(0, dtype=bool)
         W = self.window
-        sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
-        members = np.concatenate(sets).astype(np.int64)
         offset = np.clip(self.next_due[members] - self.t, 0, W + 1)
-        cell = np.repeat(np.arange(len(sets)) * (W + 2), sizes) + offset
-        hits = np.bincount(cell, minlength=len(sets) * (W + 2)).reshape(len(sets), W + 2)[:, :W + 1]
+        cell = owner * (W + 2) + offset
+        hits = np.bincount(cell, minlength=count * (W + 2)).reshape(count, W + 2)[:, :W + 1]
         return (self.slack(blocked)[None, :] + np.cumsum(hits, axis=1) >= 0).all(axis=1)

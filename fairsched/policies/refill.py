@@ -13,6 +13,8 @@ floor (``r_u = 0``) come last, fewest selections first.
 :func:`serve_urgent` is the safety net of a randomised plan: every available worker whose
 debt reached its threshold is put in the set (the most urgent ``k`` of them if there are
 more), the plan's own members filling the rest.
+
+:func:`refill_many` refills many candidate sets in one pass, for a policy that judges them all.
 """
 
 from __future__ import annotations
@@ -80,6 +82,35 @@ def refill(planned: np.ndarray, available: np.ndarray, ranked: np.ndarray) -> np
     where = np.minimum(np.searchsorted(planned, ranked), planned.size - 1)
     extra = ranked[planned[where] != ranked][:planned.size - kept.size]
     return np.sort(np.concatenate([kept, extra]))
+
+
+def refill_many(sets: list[np.ndarray], available: np.ndarray | None,
+                ranked: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`refill` of every set of ``sets`` at once, flat: ``(members, owner)``.
+
+    ``members[owner == c]`` are the members of ``refill(sets[c], available, ranked)`` (in no
+    particular order); with ``available`` or ``ranked`` ``None`` (everyone available) the sets
+    as they are. One pass over all the members instead of one call per set: the ranked workers
+    each set holds are marked in a ``len(sets) × |ranked|`` table, and each set takes the first
+    unmarked ones it needs (a running count along the row), ``O(Σ|S| + len(sets)·|ranked|)``.
+    """
+    sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
+    members = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(sets)), sizes)
+    if available is None or ranked is None:
+        return members, owner
+    present = available[members]
+    missing = np.bincount(owner[~present], minlength=len(sets))
+    if not missing.any():
+        return members, owner
+    # rank of each member in ranked, ranked.size for members outside it (a spare column)
+    rank_of = np.full(available.size, ranked.size, dtype=np.int64)
+    rank_of[ranked] = np.arange(ranked.size)
+    held = np.zeros((len(sets), ranked.size + 1), dtype=bool)
+    held[owner, rank_of[members]] = True
+    free = ~held[:, :-1]
+    rows, cols = np.nonzero(free & (np.cumsum(free, axis=1) <= missing[:, None]))
+    return np.concatenate([members[present], ranked[cols]]), np.concatenate([owner[present], rows])
 
 
 def serve_urgent(chosen: np.ndarray, urgent: np.ndarray, keys: np.ndarray, debt: np.ndarray, k: int) -> np.ndarray:
