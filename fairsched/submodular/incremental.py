@@ -21,13 +21,18 @@ protocol, used by lazy greedy when present:
 - ``group_bound(candidates)``: a function returning an upper bound on the largest gain among
   a fixed group of candidates at the current ``S`` in ``O(1)`` (for accuracy: the gain of the
   group's largest ``L_u``), so a lazy greedy run need not re-evaluate workers it never picks;
-  ``group_bounds(groups)`` the same for several groups at once (one bound per group).
+  ``group_bounds(candidates, label, count)`` the same for several groups at once (group ``g``
+  is ``candidates[label == g]``, every one non-empty; one bound per group, from one
+  unbuffered ``np.maximum.at`` pass, not a sort into groups).
 - ``chains(candidates)``: the candidates arranged in chains (``(members, starts)``, CSR) along
   which the gains never increase at any ``S``, ties in index order: only a chain's head can win.
 - ``cheap_gains``: ``True`` when a gain costs ``O(1)``, so lazy greedy may evaluate a few
   hundred chain heads at every step rather than choose which to refresh.
 - ``reference_gains(candidates)``: the oracle's ``gains(S)[candidates]`` bit for bit, to settle
   near-ties exactly as :func:`fairsched.submodular.greedy.greedy_complete` does.
+- ``gains_after(candidates, added)`` and ``add_many(workers)``: the gains of a sequence of
+  candidates each after the ones before it, and adding a sequence at once, the state then
+  as after ``add`` of each in turn; lazy greedy takes runs of certain picks with them.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ class _Members:
         self._items[self.size] = u
         self.size += 1
 
+    def extend(self, members: np.ndarray) -> None:
+        while self.size + members.size > self._items.size:
+            self._items = np.concatenate((self._items, np.empty(self._items.size, dtype=np.int64)))
+        self._items[self.size:self.size + members.size] = members
+        self.size += int(members.size)
+
     def sorted(self) -> np.ndarray:
         return np.sort(self._items[:self.size])
 
@@ -85,7 +96,9 @@ class AccuracyGains:
         return self.utility.curve(total)  # the one definition of the learning curve
 
     def gains(self, candidates: np.ndarray) -> np.ndarray:
-        sizes = self.sizes[candidates]
+        return self._gains_of_sizes(self.sizes[candidates])
+
+    def _gains_of_sizes(self, sizes: np.ndarray) -> np.ndarray:
         if self._members.size == 0:
             return self._curve(sizes)
         return self._curve(self.total + sizes) - self._at
@@ -113,10 +126,10 @@ class AccuracyGains:
         total = float(self.sizes[self._members.sorted()].sum())
         return self._curve(total + sizes) - self._curve(np.float64(total))
 
-    def group_bounds(self, groups: list[np.ndarray]) -> Callable[[], np.ndarray]:
+    def group_bounds(self, candidates: np.ndarray, label: np.ndarray, count: int) -> Callable[[], np.ndarray]:
         """Per group, the gain of its largest size: by :attr:`order_key` no member gains more."""
-        largest = np.array([int(g[np.argmax(self.sizes[g])]) for g in groups], dtype=np.int64)
-        return lambda: self.gains(largest)
+        largest = _group_max(self.sizes[candidates], label, count)
+        return lambda: self._gains_of_sizes(largest)
 
     def group_bound(self, candidates: np.ndarray) -> Callable[[], float]:
         return _single(self.group_bounds, candidates)
@@ -124,6 +137,16 @@ class AccuracyGains:
     def add(self, u: int) -> None:
         self._members.add(int(u))
         self.total += float(self.sizes[u])
+        self._at = self._curve(np.float64(self.total))
+
+    def add_many(self, workers: np.ndarray) -> None:
+        """:meth:`add` of each of ``workers`` in turn: ``T`` summed in the same order, bit for bit
+        (``np.cumsum`` adds one term at a time, unlike the pairwise ``np.sum``)."""
+        workers = np.asarray(workers, dtype=np.int64)
+        if workers.size == 0:
+            return
+        self._members.extend(workers)
+        self.total = float(np.cumsum(np.concatenate(([self.total], self.sizes[workers])))[-1])
         self._at = self._curve(np.float64(self.total))
 
 
@@ -142,8 +165,8 @@ class ModularGains:
 
     reference_gains = gains
 
-    def group_bounds(self, groups: list[np.ndarray]) -> Callable[[], np.ndarray]:
-        best = np.array([self.weights[g].max() for g in groups])
+    def group_bounds(self, candidates: np.ndarray, label: np.ndarray, count: int) -> Callable[[], np.ndarray]:
+        best = _group_max(self.weights[candidates], label, count)
         return lambda: best
 
     def group_bound(self, candidates: np.ndarray) -> Callable[[], float]:
@@ -187,9 +210,9 @@ class ConcaveModularGains:
         out = self._phi(base[:, None] + block).sum(axis=0) - self._phi(base).sum()
         return out[:candidates.size]
 
-    def group_bounds(self, groups: list[np.ndarray]) -> Callable[[], np.ndarray]:
+    def group_bounds(self, candidates: np.ndarray, label: np.ndarray, count: int) -> Callable[[], np.ndarray]:
         """Per group ``G``, ``Σ_j φ(B_j + max_{u∈G} F_{ju}) − φ(B_j)``: ``φ`` is increasing, so no member gains more."""
-        top = np.stack([self.features[:, g].max(axis=1) for g in groups], axis=1)
+        top = _group_max(self.features[:, candidates].T, label, count).T
         return lambda: (self._phi(self.sums[:, None] + top) - self._phi(self.sums)[:, None]).sum(axis=0)
 
     def group_bound(self, candidates: np.ndarray) -> Callable[[], float]:
@@ -201,12 +224,19 @@ class ConcaveModularGains:
         self._at = float(self._phi(self.sums).sum())
 
 
-def _single(group_bounds: Callable[[list[np.ndarray]], Callable[[], np.ndarray]],
+def _group_max(values: np.ndarray, label: np.ndarray, count: int) -> np.ndarray:
+    """``max(values[label == g])`` for ``g < count`` (along the first axis; ``−inf`` where empty)."""
+    out = np.full((count,) + values.shape[1:], -np.inf)
+    np.maximum.at(out, label, values)
+    return out
+
+
+def _single(group_bounds: Callable[[np.ndarray, np.ndarray, int], Callable[[], np.ndarray]],
             candidates: np.ndarray) -> Callable[[], float]:
     """``group_bound`` of one group from ``group_bounds``."""
     if candidates.size == 0:
         return lambda: -np.inf
-    bounds = group_bounds([candidates])
+    bounds = group_bounds(candidates, np.zeros(candidates.size, dtype=np.intp), 1)
     return lambda: float(bounds()[0])
 
 

@@ -425,9 +425,32 @@ class _Prefix:
         longer = self.start[chains + 1] - self.cursor[chains] > 1
         if longer.any():
             m = int(np.argmax(longer)) + 1
-        for j in range(m):
-            self._pick(int(take[j]), int(heads[j]), float(gains[j]), keep_bound=False)
+        self._pick_many(take[:m], heads[:m], gains[:m])
         return m, m == take.size or bool(longer.any())
+
+    def _pick_many(self, positions: np.ndarray, workers: np.ndarray, gains: np.ndarray) -> None:
+        """:meth:`_pick` (``keep_bound=False``) of each head in turn, in one pass: the chains
+        at ``positions`` are distinct, so their cursors move independently."""
+        add_many = getattr(self.state, "add_many", None)
+        if add_many is None:
+            for position, worker, gain in zip(positions.tolist(), workers.tolist(), gains.tolist()):
+                self._pick(position, worker, gain, keep_bound=False)
+            return
+        if positions.size == 0:
+            return
+        chains = self.pid[positions]
+        self.trace.order.extend(workers.tolist())
+        self.trace.gains.extend(gains.tolist())
+        self.chosen[workers] = True
+        self.allowed[workers] = False
+        at = self.cursor[chains] + 1
+        self.cursor[chains] = at
+        more = at < self.start[chains + 1]
+        self.rep[chains] = np.where(more, self.members[np.minimum(at, self.members.size - 1)], -1)
+        self.pbound[positions] = np.where(more, gains, -np.inf)
+        add_many(workers)
+        self.pfresh.fill(False)
+        self.stepped = True
 
     def remaining_chains(self) -> tuple[np.ndarray, np.ndarray]:
         """The chains without the workers picked so far (members, starts): what the state's
