@@ -80,6 +80,10 @@ MAX_BLOCK = 4096
 BLOCK_WINDOW = 8
 #: after a block that took no step, plain steps before the next try (doubling while they fail)
 MAX_BLOCK_WAIT = 64
+#: an extension of the prefix partitions this many chunks' worth of the outside at once: the
+#: chunk doubles, so 7 covers three extensions (measured in ``benchmarks/README.md``,
+#: *Lyapunov: picks added at once and the outside partitioned once*)
+RESERVE = 7
 
 
 class IncrementalGains(Protocol):
@@ -306,6 +310,10 @@ class _Prefix:
         self.oid, self.obound = np.arange(self.rep.size), gains  # the outside
         self._outside_max = float(gains.max(initial=-np.inf))
         self._group: Callable[[], float] | None = None
+        # the outside's front holds its _reserve largest bounds; the rest (the far part) is
+        # bounded by _far_max and _far_group (see _extend)
+        self._reserve, self._far_max = 0, -np.inf
+        self._far_group: Callable[[], float] | None = None
         self.chunk = 0
         # a few chains of O(1) gains: evaluating every head each step is one short vectorised
         # call, cheaper than choosing which bounds to refresh; costly gains stay lazy
@@ -315,6 +323,8 @@ class _Prefix:
     def run(self, steps: int) -> None:
         if self.dense:
             self._run_dense(steps)
+            return
+        if steps == 1 and self._single_step():
             return
         self.chunk = max(2 * steps + 32, 256)
         self._extend()
@@ -337,6 +347,23 @@ class _Prefix:
             position, gain = self._step()
             self._pick(position, int(self.rep[int(self.pid[position])]), gain, keep_bound=True)
             left -= 1
+
+    def _single_step(self) -> bool:
+        """One step from the fresh start, where every chain head's gain is known exactly (the
+        outside's bounds): the largest wins if it leads all others by the margin, without a
+        prefix or a group bound (a plain step's test, on every head at once). Whether it did."""
+        if self.pid.size or self.stepped or self.obound.size == 0:
+            return False
+        top = int(np.argmax(self.obound))
+        lead = float(self.obound[top])
+        margin = self.rtol * max(abs(lead), self.state.error_scale)
+        if lead == -np.inf or np.count_nonzero(self.obound >= lead - margin) > 1:
+            return False
+        self.pid, self.pbound, self.pfresh = self.oid[[top]], np.array([lead]), np.array([True])
+        self.oid, self.obound = np.delete(self.oid, top), np.delete(self.obound, top)
+        self._outside_max = float(self.obound.max(initial=-np.inf))
+        self._pick(0, int(self.rep[int(self.pid[0])]), lead, keep_bound=True)
+        return True
 
     def _pick(self, position: int, worker: int, gain: float, keep_bound: bool) -> None:
         """Add the head ``worker`` of the prefix's chain at ``position``, which won with ``gain``; the
@@ -491,24 +518,50 @@ class _Prefix:
 
     # the outside ---------------------------------------------------------------------------
     def _extend(self) -> None:
-        """Move the ``chunk`` outside chains with the largest bounds into the prefix."""
+        """Move the ``chunk`` outside chains with the largest bounds into the prefix.
+
+        The outside is partitioned once for several extensions (:meth:`_split`): its
+        ``RESERVE·chunk`` largest bounds at the front, the rest bounded once; an extension
+        partitions the reserve alone and bounds what is left of it. The outside's bound is the
+        larger of the two parts' (each a valid bound on its members)."""
         size = self.oid.size
         take = min(self.chunk, size)
         if take == 0:
             return
-        if take < size:
-            order = np.argpartition(-self.obound, take - 1)
-            inside, rest = order[:take], order[take:]
-        else:
-            inside, rest = np.arange(size), np.empty(0, dtype=np.int64)
+        if self._reserve < take:
+            self._split(min(size, RESERVE * take))
+        reserve = self._reserve
+        order = np.argpartition(-self.obound[:reserve], take - 1) if take < reserve else np.arange(reserve)
+        inside = order[:take]
         self.pid = np.concatenate((self.pid, self.oid[inside]))
         self.pbound = np.concatenate((self.pbound, self.obound[inside]))
         self.pfresh = np.concatenate((self.pfresh, np.full(take, not self.stepped)))
-        self.oid, self.obound = self.oid[rest], self.obound[rest]
-        self._outside_max = float(self.obound.max(initial=-np.inf))
+        keep = np.concatenate((order[take:], np.arange(reserve, size)))
+        self.oid, self.obound = self.oid[keep], self.obound[keep]
+        self._reserve = reserve - take
+        near = self.obound[:self._reserve]
+        self._outside_max = max(float(near.max(initial=-np.inf)), self._far_max)
         group = getattr(self.state, "group_bound", None)
-        self._group = group(self.rep[self.oid]) if group is not None and self.oid.size else None
+        if group is None or not self.oid.size:
+            self._group = None
+        elif not near.size:
+            self._group = self._far_group
+        else:
+            near_group, far_group = group(self.rep[self.oid[:self._reserve]]), self._far_group
+            self._group = near_group if far_group is None else (lambda: max(near_group(), far_group()))
         self.chunk *= 2
+
+    def _split(self, reserve: int) -> None:
+        """The ``reserve`` largest outside bounds to the front of the outside; the rest's
+        largest bound and group bound, which hold until the reserve is used up."""
+        if reserve < self.oid.size:
+            order = np.argpartition(-self.obound, reserve - 1)
+            self.oid, self.obound = self.oid[order], self.obound[order]
+        self._reserve = reserve
+        self._far_max = float(self.obound[reserve:].max(initial=-np.inf))
+        group = getattr(self.state, "group_bound", None)
+        far = self.oid[reserve:]
+        self._far_group = group(self.rep[far]) if group is not None and far.size else None
 
     def _outside_reaches(self, level: float) -> bool:
         """Whether some outside candidate's gain may be ``>= level`` now (a chain's head bounds it)."""
@@ -577,6 +630,7 @@ class _Prefix:
         self.pfresh = heads >= 0
         self.obound = gains[self.rep[self.oid]]
         self._outside_max = float(self.obound.max(initial=-np.inf))
+        self._reserve = 0  # the outside's bounds changed: the next extension splits it again
         position = np.flatnonzero(self.rep[self.pid] == winner)
         if position.size == 0:
             outside = np.flatnonzero(self.rep[self.oid] == winner)
