@@ -3,6 +3,7 @@
     python benchmarks/bench_scheduler.py                       # every policy, a table
     python benchmarks/bench_scheduler.py fairdg lyapunov       # some of them
     python benchmarks/bench_scheduler.py --untuned pareto-sparse lyapunov   # a draw nothing was tuned on
+    python benchmarks/bench_scheduler.py --untuned uniform-gamma           # (or two-class, lognormal)
     python -m pytest benchmarks/bench_scheduler.py --benchmark-only -s
 
 The accuracy family of ``fairsched.bench.families`` (the ``k`` strong workers have 400–600
@@ -78,20 +79,46 @@ def load() -> str:
 
 
 def untuned(case: str) -> fs.Problem:
-    """``bench_balanced.py``'s draw ``case`` (seed 1) at ``n = N``, ``k = K``, which nothing was tuned
-    on: ``pareto-sparse`` (heavy-tailed sizes, floors all distinct and pinned, ``Σ r = k``),
-    ``lognormal`` (lognormal sizes, floors summing to ``0.9·k``) and the others it lists."""
+    """A draw at ``n = N``, ``k = K`` which nothing was tuned on: ``bench_balanced.py``'s ``case``
+    (seed 1): ``pareto-sparse`` (heavy-tailed sizes, floors all distinct and pinned,
+    ``Σ r = k``), ``lognormal`` (lognormal sizes, floors summing to ``0.9·k``) and the others it
+    lists; or one of :data:`DRAWS` (chosen in session 55 before measuring on them)."""
+    if case in DRAWS:
+        return DRAWS[case](np.random.default_rng(7))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_balanced import instance as draw
 
     return draw(case, N, K, 1)
 
 
+def _uniform_gamma(rng: np.random.Generator) -> fs.Problem:
+    """Sizes uniform on [10, 1000] (all distinct), floors Gamma(0.5) scaled to ``Σ r = 0.95·k``:
+    many workers of similar score, so Lyapunov's greedy looks at many of them."""
+    sizes = rng.uniform(10, 1000, N)
+    r = rng.gamma(0.5, 1.0, N)
+    return fs.Problem(AccuracyUtility(sizes), k=K, r=np.minimum(r * 0.95 * K / r.sum(), 1.0))
+
+
+def _two_class(rng: np.random.Generator) -> fs.Problem:
+    """5 % large workers (sizes 5,000–20,000, floor 0.001), the rest small (20–200) with floors
+    uniform, scaled to ``Σ r = 0.85·k``."""
+    big = rng.random(N) < 0.05
+    sizes = np.where(big, rng.uniform(5000, 20000, N), rng.uniform(20, 200, N)).round()
+    r = np.where(big, 0.001, rng.uniform(0.0, 2.0, N))
+    r[~big] *= (0.85 * K - r[big].sum()) / r[~big].sum()
+    return fs.Problem(AccuracyUtility(sizes), k=K, r=np.minimum(r, 1.0))
+
+
+#: draws of this file's own (``--untuned NAME``)
+DRAWS = {"uniform-gamma": _uniform_gamma, "two-class": _two_class}
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("policies", nargs="*", default=POLICIES)
-    parser.add_argument("--untuned", metavar="CASE", help="bench_balanced.py's draw CASE (seed 1) instead of "
-                        "the accuracy family, e.g. pareto-sparse or lognormal")
+    parser.add_argument("--untuned", metavar="CASE", help="a draw nothing was tuned on instead of the accuracy "
+                        "family: bench_balanced.py's CASE (seed 1), e.g. pareto-sparse or lognormal, or "
+                        "uniform-gamma or two-class")
     args = parser.parse_args(argv)
     problem = instance() if args.untuned is None else untuned(args.untuned)
     print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; "
