@@ -82,7 +82,7 @@ BLOCK_WINDOW = 8
 MAX_BLOCK_WAIT = 64
 #: an extension of the prefix partitions this many chunks' worth of the outside at once: the
 #: chunk doubles, so 7 covers three extensions (measured in ``benchmarks/README.md``,
-#: *Lyapunov: picks added at once and the outside partitioned once*)
+#: *Scheduler.select: candidates refilled at once, picks added at once, the outside partitioned once*)
 RESERVE = 7
 
 
