@@ -433,18 +433,21 @@ class _Prefix:
         outside ``top``."""
         take = top[:size]
         heads = self.rep[self.pid[take]]
-        gains = self.state.gains_after(heads)
         self.trace.evaluations += heads.size
         # the next BLOCK_WINDOW heads at each step: their exact gains then (tighter than b_{j+e});
         # the ones after them: their bound b
         bounds = np.append(self.pbound[top], np.full(BLOCK_WINDOW + 1, -np.inf))
         rivals = np.maximum(bounds[BLOCK_WINDOW + 1: BLOCK_WINDOW + 1 + take.size], limit)
         depth = min(BLOCK_WINDOW, top.size - 1)
-        if depth > 0:  # row e − 1: head j + e at step j, in one call
+        if depth > 0:  # row 0: the heads themselves; row e: head j + e at step j; in one call
             reach = np.arange(1, depth + 1)[:, None] + np.arange(take.size)[None, :]
-            ahead = self.state.gains_after(self.rep[self.pid[top[np.minimum(reach, top.size - 1)]]], heads)
+            rows = np.vstack((heads[None, :], self.rep[self.pid[top[np.minimum(reach, top.size - 1)]]]))
+            both = self.state.gains_after(rows, heads)
+            gains, ahead = both[0], both[1:]
             self.trace.evaluations += int((reach < top.size).sum())
             rivals = np.maximum(rivals, np.where(reach < top.size, ahead, -np.inf).max(axis=0))
+        else:
+            gains = self.state.gains_after(heads)
         margin = self.rtol * np.maximum(np.abs(gains), self.state.error_scale)
         certain = gains - margin > rivals
         m = take.size if certain.all() else int(np.argmin(certain))
