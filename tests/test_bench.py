@@ -30,7 +30,7 @@ from fairsched.runtime.simulation import run
 from fairsched.utilities import (AccuracyUtility, CallableUtility, ConcaveModular, Coverage, FacilityLocation,
                                  Mixture, Modular, PropensityWeightedAccuracy)
 
-from conftest import INSTANCES
+from conftest import INSTANCES, lyapunov_rounds_equal_greedy
 
 PAPER = str(INSTANCES / "paper.toml")
 
@@ -404,8 +404,6 @@ def test_lazy_greedy_in_blocks_on_lyapunovs_score_equals_greedy(levels, weight, 
     many to evaluate every head each step) or in a few levels: the steps taken in blocks of
     certain picks (the state's gains_after) give greedy's set, and most steps are taken so
     where the queues outweigh the utility."""
-    from fairsched.policies.lyapunov import _Penalised
-
     module = importlib.import_module("fairsched.submodular.lazy_greedy")  # the package exports the function
     taken = []
     block = module._Prefix._block
@@ -422,15 +420,7 @@ def test_lazy_greedy_in_blocks_on_lyapunovs_score_equals_greedy(levels, weight, 
     r *= 0.9 * k / r.sum()
     if levels is not None:
         r = np.round(r * levels) / levels
-    queues = np.zeros(n)
-    for _ in range(rounds):
-        score = _Penalised(utility, weight, queues)
-        available = rng.random(n) < 0.95
-        trace = lazy_greedy_trace(score, k, candidates=available)
-        assert np.array_equal(trace.selected, greedy_complete(score, k, candidates=available))
-        queues += r
-        queues[trace.selected] -= 1.0
-        np.maximum(queues, 0.0, out=queues)
+    lyapunov_rounds_equal_greedy(utility, r, k, rounds, weight, rng)
     if levels is None and weight == 10.0:
         assert sum(taken) > rounds * k / 2
 
@@ -478,22 +468,10 @@ def test_accuracy_gains_after_are_the_gains_after_each_add():
 
 def test_lazy_greedy_on_lyapunovs_score_equals_greedy():
     """Queue-penalised accuracy (chains of equal queues, every head evaluated each step): greedy's set."""
-    from fairsched.policies.lyapunov import _Penalised
-
     rng = np.random.default_rng(11)
     n, k = 3000, 60
     sizes = np.where(np.arange(n) < k, rng.uniform(400, 600, n), rng.uniform(50, 150, n)).round()
     utility = AccuracyUtility(sizes)
-    queues = np.zeros(n)
     r = np.where(np.arange(n) < k, 0.1, 0.7 * k / (n - k))
-    dense = 0
-    for _ in range(40):
-        score = _Penalised(utility, 10.0, queues)
-        available = rng.random(n) < 0.95
-        trace = lazy_greedy_trace(score, k, candidates=available)
-        assert np.array_equal(trace.selected, greedy_complete(score, k, candidates=available))
-        dense += trace.evaluations < n  # chains: far fewer evaluations than workers
-        queues += r
-        queues[trace.selected] -= 1.0
-        np.maximum(queues, 0.0, out=queues)
-    assert dense == 40
+    traces = lyapunov_rounds_equal_greedy(utility, r, k, 40, 10.0, rng)
+    assert all(trace.evaluations < n for trace in traces)  # chains: far fewer evaluations than workers

@@ -7,9 +7,7 @@ import importlib
 
 import numpy as np
 
-from fairsched.policies.lyapunov import _Penalised
-from fairsched.submodular.greedy import greedy_complete
-from fairsched.submodular.lazy_greedy import lazy_greedy_trace
+from conftest import lyapunov_rounds_equal_greedy
 from fairsched.utilities import AccuracyUtility
 
 
@@ -38,14 +36,6 @@ def test_lyapunov_score_with_many_extensions_equals_greedy(monkeypatch):
     utility = AccuracyUtility(rng.uniform(10, 1000, n))
     r = rng.gamma(0.5, 1.0, n)
     r *= 0.95 * k / r.sum()
-    queues = np.zeros(n)
-    for _ in range(rounds):
-        score = _Penalised(utility, 10.0, queues)
-        available = rng.random(n) < 0.95
-        trace = lazy_greedy_trace(score, k, candidates=available)
-        assert np.array_equal(trace.selected, greedy_complete(score, k, candidates=available))
-        queues += r
-        queues[trace.selected] -= 1.0
-        np.maximum(queues, 0.0, out=queues)
+    lyapunov_rounds_equal_greedy(utility, r, k, rounds, 10.0, rng)
     assert calls["single"] >= rounds // 2
     assert calls["extend"] > calls["split"] > 0
