@@ -86,6 +86,8 @@ OUTLIER = 10.0
 _GRID = 15  # slopes evaluated per bracketing round
 _ROUNDS = 12  # 16^12: the bracket reaches double precision in log η
 _TRAIL = 8  # best (η, B(η), T_η) kept for candidates and fixing
+#: relative round-off margin of the Lagrangian's candidate filter (it keeps, never drops, near-ties)
+_FILTER_TOLERANCE = 1e-12
 
 
 @dataclass
@@ -216,17 +218,36 @@ class AccuracyPricing(PricingOracle):
         ordered = np.sort(L)
         lo_s = sub.base_size + float(ordered[:k].sum())
         hi_s = sub.base_size + float(ordered[-k:].sum())
+        # the positions of L that can be in a top-k set at a slope inside the bracket (None: all)
+        cand: np.ndarray | None = None
 
         def evaluate(etas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            w = etas[:, None] * L + lm
-            if k < L.size:
+            Lc, lc = (L, lm) if cand is None else (L[cand], lm[cand])
+            w = etas[:, None] * Lc + lc
+            if k < Lc.size:
                 top = np.argpartition(-w, k - 1, axis=1)[:, :k]
             else:
-                top = np.broadcast_to(np.arange(L.size), (etas.size, L.size))
+                top = np.broadcast_to(np.arange(Lc.size), (etas.size, Lc.size))
             s = np.clip(self.utility.level_at_slope(etas), lo_s, hi_s)
             values = (self.g(s) - etas * s + etas * sub.base_size + sub.base_lam
                       + np.take_along_axis(w, top, axis=1).sum(axis=1))
+            top = top if cand is None else cand[top]
             return values, L[top].sum(axis=1) + sub.base_size - s, top
+
+        def narrowed(a: float, b: float, tops: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+            """The positions of ``cand`` that may be in a top-k set at a slope in ``[a, b]``.
+
+            ``w_u(η) = η·L_u + λ_u`` is linear in ``η``, so on ``[a, b]`` a top set ``T`` of
+            either end keeps ``k`` values at least ``c_T = min_{v∈T} min(w_v(a), w_v(b))``
+            and the ``k``-th largest value never falls below ``c = max_T c_T``; a worker whose
+            larger end value is below ``c`` (with a round-off margin) is in no top set there.
+            """
+            pos = np.arange(L.size) if cand is None else cand
+            wa, wb = a * L[pos] + lm[pos], b * L[pos] + lm[pos]
+            c = max(float(np.minimum(a * L[T] + lm[T], b * L[T] + lm[T]).min()) for T in tops)
+            reach = np.maximum(wa, wb)
+            slack = _FILTER_TOLERANCE * (abs(c) + float(np.abs(reach).max()))
+            return pos[reach >= c - slack]
 
         eta_lo, eta_hi = float(self.dg(hi_s)), float(self.dg(lo_s))
         if not eta_hi > eta_lo * (1 + 1e-15):
@@ -240,6 +261,8 @@ class AccuracyPricing(PricingOracle):
         for _ in range(_ROUNDS):
             if _one_swap_apart(top_lo, top_hi):
                 break
+            if k < L.size:
+                cand = narrowed(math.exp(log_lo), math.exp(log_hi), (top_lo, top_hi))
             grid = np.linspace(log_lo, log_hi, _GRID + 2)[1:-1]
             points = np.exp(grid)
             values, slopes, top = evaluate(points)
