@@ -4,6 +4,7 @@
     python benchmarks/bench_scheduler.py fairdg lyapunov       # some of them
     python benchmarks/bench_scheduler.py --untuned pareto-sparse lyapunov   # a draw nothing was tuned on
     python benchmarks/bench_scheduler.py --untuned uniform-gamma           # (or two-class, lognormal)
+    python benchmarks/bench_scheduler.py --untuned two-class --workers 10000 --k 100 --save FILE
     python -m pytest benchmarks/bench_scheduler.py --benchmark-only -s
 
 The accuracy family of ``fairsched.bench.families`` (the ``k`` strong workers have 400–600
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import fairsched as fs
+from fairsched.instances import save_instance
 from fairsched.instances.generators import _costly_floors
 from fairsched.runtime.scheduler import Scheduler
 from fairsched.utilities.accuracy import AccuracyUtility
@@ -78,35 +80,36 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
 
 
-def untuned(case: str) -> fs.Problem:
-    """A draw at ``n = N``, ``k = K`` which nothing was tuned on: ``bench_balanced.py``'s ``case``
-    (seed 1): ``pareto-sparse`` (heavy-tailed sizes, floors all distinct and pinned,
-    ``Σ r = k``), ``lognormal`` (lognormal sizes, floors summing to ``0.9·k``) and the others it
-    lists; or one of :data:`DRAWS` (chosen in session 55 before measuring on them)."""
+def untuned(case: str, n: int = N, k: int = K) -> fs.Problem:
+    """A draw of ``n`` workers, ``k`` per round, which nothing was tuned on:
+    ``bench_balanced.py``'s ``case`` (seed 1): ``pareto-sparse`` (heavy-tailed sizes, floors
+    all distinct and pinned, ``Σ r = k``), ``lognormal`` (lognormal sizes, floors summing to
+    ``0.9·k``) and the others it lists; or one of :data:`DRAWS` (chosen in session 55 before
+    measuring on them)."""
     if case in DRAWS:
-        return DRAWS[case](np.random.default_rng(7))
+        return DRAWS[case](np.random.default_rng(7), n, k)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_balanced import instance as draw
 
-    return draw(case, N, K, 1)
+    return draw(case, n, k, 1)
 
 
-def _uniform_gamma(rng: np.random.Generator) -> fs.Problem:
+def _uniform_gamma(rng: np.random.Generator, n: int, k: int) -> fs.Problem:
     """Sizes uniform on [10, 1000] (all distinct), floors Gamma(0.5) scaled to ``Σ r = 0.95·k``:
     many workers of similar score, so Lyapunov's greedy looks at many of them."""
-    sizes = rng.uniform(10, 1000, N)
-    r = rng.gamma(0.5, 1.0, N)
-    return fs.Problem(AccuracyUtility(sizes), k=K, r=np.minimum(r * 0.95 * K / r.sum(), 1.0))
+    sizes = rng.uniform(10, 1000, n)
+    r = rng.gamma(0.5, 1.0, n)
+    return fs.Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r * 0.95 * k / r.sum(), 1.0))
 
 
-def _two_class(rng: np.random.Generator) -> fs.Problem:
+def _two_class(rng: np.random.Generator, n: int, k: int) -> fs.Problem:
     """5 % large workers (sizes 5,000–20,000, floor 0.001), the rest small (20–200) with floors
     uniform, scaled to ``Σ r = 0.85·k``."""
-    big = rng.random(N) < 0.05
-    sizes = np.where(big, rng.uniform(5000, 20000, N), rng.uniform(20, 200, N)).round()
-    r = np.where(big, 0.001, rng.uniform(0.0, 2.0, N))
-    r[~big] *= (0.85 * K - r[big].sum()) / r[~big].sum()
-    return fs.Problem(AccuracyUtility(sizes), k=K, r=np.minimum(r, 1.0))
+    big = rng.random(n) < 0.05
+    sizes = np.where(big, rng.uniform(5000, 20000, n), rng.uniform(20, 200, n)).round()
+    r = np.where(big, 0.001, rng.uniform(0.0, 2.0, n))
+    r[~big] *= (0.85 * k - r[big].sum()) / r[~big].sum()
+    return fs.Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
 
 
 #: draws of this file's own (``--untuned NAME``)
@@ -119,7 +122,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--untuned", metavar="CASE", help="a draw nothing was tuned on instead of the accuracy "
                         "family: bench_balanced.py's CASE (seed 1), e.g. pareto-sparse or lognormal, or "
                         "uniform-gamma or two-class")
+    parser.add_argument("--save", metavar="FILE", help="write the draw as an instance file (with --workers "
+                        "and --k, e.g. for `fairsched optimum FILE`) and stop")
+    parser.add_argument("--workers", type=int, default=N, help="n of the draw saved with --save")
+    parser.add_argument("--k", type=int, default=K, help="k of the draw saved with --save")
     args = parser.parse_args(argv)
+    if args.save:
+        draw = instance(args.workers, args.k) if args.untuned is None else untuned(args.untuned, args.workers, args.k)
+        save_instance(draw, args.save)
+        print(f"wrote {args.save}: n = {draw.n:,}, k = {draw.k:,}, Σ r = {float(np.sum(draw.r)):.6g}")
+        return
     problem = instance() if args.untuned is None else untuned(args.untuned)
     print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; "
           f"{args.untuned or 'accuracy family'}; {load()}")
