@@ -4,7 +4,7 @@
     python benchmarks/bench_scheduler.py fairdg lyapunov       # some of them
     python benchmarks/bench_scheduler.py --untuned pareto-sparse lyapunov   # a draw nothing was tuned on
     python benchmarks/bench_scheduler.py --untuned uniform-gamma           # (or two-class, lognormal)
-    python benchmarks/bench_scheduler.py --untuned two-class --workers 10000 --k 100 --save FILE
+    python benchmarks/bench_scheduler.py --untuned two-class --workers 10000 --k 100 [--seed S] --save FILE
     python -m pytest benchmarks/bench_scheduler.py --benchmark-only -s
 
 The accuracy family of ``fairsched.bench.families`` (the ``k`` strong workers have 400–600
@@ -80,14 +80,14 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
 
 
-def untuned(case: str, n: int = N, k: int = K) -> fs.Problem:
+def untuned(case: str, n: int = N, k: int = K, seed: int = 7) -> fs.Problem:
     """A draw of ``n`` workers, ``k`` per round, which nothing was tuned on:
     ``bench_balanced.py``'s ``case`` (seed 1): ``pareto-sparse`` (heavy-tailed sizes, floors
     all distinct and pinned, ``Σ r = k``), ``lognormal`` (lognormal sizes, floors summing to
     ``0.9·k``) and the others it lists; or one of :data:`DRAWS` (chosen in session 55 before
-    measuring on them)."""
+    measuring on them), drawn with ``seed``."""
     if case in DRAWS:
-        return DRAWS[case](np.random.default_rng(7), n, k)
+        return DRAWS[case](np.random.default_rng(seed), n, k)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_balanced import instance as draw
 
@@ -126,13 +126,15 @@ def main(argv: list[str]) -> None:
                         "and --k, e.g. for `fairsched optimum FILE`) and stop")
     parser.add_argument("--workers", type=int, default=N, help="n of the draw saved with --save")
     parser.add_argument("--k", type=int, default=K, help="k of the draw saved with --save")
+    parser.add_argument("--seed", type=int, default=7, help="seed of uniform-gamma and two-class (default 7)")
     args = parser.parse_args(argv)
     if args.save:
-        draw = instance(args.workers, args.k) if args.untuned is None else untuned(args.untuned, args.workers, args.k)
+        draw = (instance(args.workers, args.k) if args.untuned is None
+                else untuned(args.untuned, args.workers, args.k, args.seed))
         save_instance(draw, args.save)
         print(f"wrote {args.save}: n = {draw.n:,}, k = {draw.k:,}, Σ r = {float(np.sum(draw.r)):.6g}")
         return
-    problem = instance() if args.untuned is None else untuned(args.untuned)
+    problem = instance() if args.untuned is None else untuned(args.untuned, seed=args.seed)
     print(f"n = {N:,}, k = {K:,}, {AVAILABLE:.0%} available, {ROUNDS} rounds after {WARMUP}; "
           f"{args.untuned or 'accuracy family'}; {load()}")
     print("policy        build s   wall p50 / p95 / p99 ms    cpu p50 / p95 / p99 ms   target")
