@@ -44,14 +44,13 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from fairsched.instances import load_instance
-from fairsched.lp.floor_groups import group_counts
+from fairsched.lp.floor_groups import _best_distribution as best_distribution, group_counts
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import balanced_pool
 from fairsched.lp.pricing.initial import initial_pool, priority_order
-from fairsched.solvers.colgen import relative_gap
+from fairsched.solvers.colgen import reduced_costs, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities import AccuracyUtility
 
@@ -137,8 +136,7 @@ def main() -> None:
     for iteration in range(1, args.iterations + 1):
         if time.perf_counter() - began > args.time_limit:
             break
-        solved = linprog(-values, A_ub=-counts.T, b_ub=-need, A_eq=np.ones((1, values.size)), b_eq=[1.0],
-                         bounds=(0, None), method="highs")
+        solved = best_distribution(values, counts.T, need)
         if solved.status != 0:
             print(f"aggregated master not solved: {solved.message}")
             break
@@ -155,14 +153,14 @@ def main() -> None:
               f"({'realisable' if not failure else 'not realisable: ' + failure}); bound at its prices "
               f"{bound:.12f}; U_opt in [{known:.12f}, {best_bound:.12f}] (relative width "
               f"{relative_gap(known, best_bound):.3e})", flush=True)
-        masks = np.asarray(found.columns, dtype=bool)
-        entering = np.flatnonzero(np.asarray(found.values) + masks @ lam + float(solved.eqlin.marginals[0]) > 1e-12)
+        masks, found_values, reduced = reduced_costs(found, lam, -float(solved.eqlin.marginals[0]))
+        entering = np.flatnonzero(reduced > 1e-12)
         if entering.size == 0:
             print("converged: U_agg reached")
             break
         added = Columns.from_masks(masks[entering])
         columns = Columns.concatenate([columns, added], columns.n)
-        values = np.concatenate([values, np.asarray(found.values, dtype=float)[entering]])
+        values = np.concatenate([values, found_values[entering]])
         counts = sp.vstack([counts, group_counts(added, groups, count)], format="csr")
 
 

@@ -32,6 +32,7 @@ from fairsched.policies.exact_period import ExactPeriod, period_floors, search_p
 from fairsched.policies.batched import BatchedDraws
 from fairsched.policies.refill import (
     behind_by,
+    flattened,
     most_urgent,
     refill,
     refill_many,
@@ -743,9 +744,8 @@ class DeadlineGuard:
 
     def safe(self, sets: list[np.ndarray], blocked: int = 0) -> np.ndarray:
         """For each candidate set of round :attr:`t`, whether playing it is safe."""
-        sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
-        members = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
-        return self.safe_members(members, np.repeat(np.arange(len(sets)), sizes), len(sets), blocked)
+        members, owner = flattened(sets)
+        return self.safe_members(members, owner, len(sets), blocked)
 
     def safe_members(self, members: np.ndarray, owner: np.ndarray, count: int, blocked: int = 0) -> np.ndarray:
         """:meth:`safe` of ``count`` sets given flat: set ``c`` is ``members[owner == c]``."""

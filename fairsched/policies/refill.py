@@ -84,6 +84,13 @@ def refill(planned: np.ndarray, available: np.ndarray, ranked: np.ndarray) -> np
     return np.sort(np.concatenate([kept, extra]))
 
 
+def flattened(sets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``sets`` as one array of members and the index of the set each belongs to."""
+    sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
+    members = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
+    return members, np.repeat(np.arange(len(sets)), sizes)
+
+
 def refill_many(sets: list[np.ndarray], available: np.ndarray | None,
                 ranked: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`refill` of every set of ``sets`` at once, flat: ``(members, owner)``.
@@ -94,9 +101,7 @@ def refill_many(sets: list[np.ndarray], available: np.ndarray | None,
     each set holds are marked in a ``len(sets) × |ranked|`` table, and each set takes the first
     unmarked ones it needs (a running count along the row), ``O(Σ|S| + len(sets)·|ranked|)``.
     """
-    sizes = np.fromiter((S.size for S in sets), dtype=np.int64, count=len(sets))
-    members = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
-    owner = np.repeat(np.arange(len(sets)), sizes)
+    members, owner = flattened(sets)
     if available is None or ranked is None:
         return members, owner
     present = available[members]
