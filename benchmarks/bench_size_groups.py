@@ -50,17 +50,10 @@ from fairsched.lp.floor_groups import _best_distribution as best_distribution, g
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import balanced_pool
 from fairsched.lp.pricing.initial import initial_pool, priority_order
+from fairsched.lp.size_groups import size_groups
 from fairsched.solvers.colgen import reduced_costs, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities import AccuracyUtility
-
-
-def size_groups(sizes: np.ndarray, priced: np.ndarray) -> np.ndarray:
-    """Group ids: workers the relaxation prices (``priced``) share a group with the others of
-    their size; every other worker is alone."""
-    n = sizes.size
-    _, groups = np.unique(np.where(priced, sizes, -1.0 - np.arange(n)), return_inverse=True)
-    return groups.ravel().astype(np.int64)
 
 
 def water_filled(r: np.ndarray, total: float) -> np.ndarray:

@@ -552,7 +552,7 @@ class _Master:
         return (float(self.values @ solution.pool) + solution.aggregate * self.aggregate_value) / max(total, 1e-300)
 
 
-class _Smoothing:
+class Smoothing:
     """Wentges smoothing, self-adjusting (Pessoa et al. 2018) or with a fixed α."""
 
     def __init__(self, smoothing: float | str, caps: np.ndarray | None = None):
@@ -708,7 +708,7 @@ def column_generation(
     _check_options(gap, time_limit, max_iterations, max_new_columns, tailing_off)
     if caps is not None:
         caps = _lp.check_caps(caps, r)
-    smoother = _Smoothing(smoothing, caps)
+    smoother = Smoothing(smoothing, caps)
     ends = [t for t in (deadline, None if time_limit is None else start + time_limit) if t is not None]
     stop_at = min(ends) if ends else math.inf
     over_one = np.flatnonzero(r > 1 + tol)
@@ -866,7 +866,7 @@ class _State:
             self.best_support = (master.take(used), master.values[used], solution.pool[used])
 
 
-def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: _Smoothing,
+def _iterate(master: _Master, state: _State, certificate: _Certificate, smoother: Smoothing,
              price_at: Callable[..., PricingResult], price: Callable[..., PricingResult],
              heuristic: Callable[..., PricingResult] | None, r: np.ndarray, *,
              primal_columns: Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]] | None,
@@ -1010,7 +1010,7 @@ def _exact_budget(overdue: bool, state: _State) -> float | None:
 
 
 def _price_smoothed(price_at: Callable[..., PricingResult], price: Callable[..., PricingResult],
-                    heuristic: Callable[..., PricingResult] | None, smoother: _Smoothing,
+                    heuristic: Callable[..., PricingResult] | None, smoother: Smoothing,
                     certificate: _Certificate, lam: np.ndarray, mu: float, threshold: float,
                     feasible: bool, r: np.ndarray, stop_at: float, bound_budget: float | None,
                     *, certified: Callable[[], bool], wanted: float,

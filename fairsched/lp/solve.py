@@ -38,6 +38,7 @@ from fairsched.lp.pricing.initial import StartingPool, column_values, priority_o
 from fairsched.lp.pricing.round_swaps import swept_distribution
 from fairsched.lp.pricing.schedule_search import better_start, default_rounds, schedule_search
 from fairsched.lp.result import Optimum
+from fairsched.lp.size_groups import size_group_bound, size_groups
 from fairsched.problem import Problem
 from fairsched.solvers import (
     InfeasibleLPError,
@@ -286,6 +287,14 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
     )
 
 
+def _pricing_bound_at(oracle: object, prices: np.ndarray, result: object) -> float:
+    """The exact pricing bound at ``prices``: the result's own certificate where that is at
+    them (as it is when the bound column generation reached is the relaxation's), else priced."""
+    if np.array_equal(np.asarray(result.fairness_price), prices) and math.isfinite(result.pricing_bound):
+        return float(result.pricing_bound)
+    return float(oracle.price(prices).upper_bound)
+
+
 def _joined_start(pool: StartingPool, other: StartingPool | None, r: np.ndarray,
                   caps: np.ndarray | None) -> StartingPool:
     """:func:`~fairsched.lp.pricing.schedule_search.better_start` (both pools' sets, weighted
@@ -425,22 +434,45 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         label = f"{kind}-pricing({oracle.name})"
     else:
         label = f"{oracle.name}-pricing"
+    fairness_price, pricing_bound, upper_bound = result.fairness_price, result.pricing_bound, result.upper_bound
+    status, message, iterations = result.status, result.message, int(result.iterations) + grouped_iterations
+    if (type(problem.utility) is AccuracyUtility and problem.caps is None and relaxation is not None
+            and oracle.exact and status in ("tailing-off", "stalled", "iteration-limit")):
+        # the bound side is what tails off there (Jensen's, out of reach of any distribution
+        # when sizes come in classes): the LP over equal-size groups prices lower (size_groups)
+        sized = size_group_bound(oracle.price, r, size_groups(problem.utility.sizes, relaxation > 0),
+                                 result.support, result.values, centre=relaxation,
+                                 centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
+                                 lower=result.value, gap=gap, deadline=deadline, progress=progress,
+                                 first_iteration=iterations)
+        iterations += sized.iterations
+        if sized.bound < upper_bound:
+            fairness_price, pricing_bound = sized.prices, sized.pricing_bound
+            upper_bound = max(sized.bound, result.value)
+            certified = relative_gap(result.value, upper_bound) <= gap
+            status = "optimal" if certified else status
+            message = (f"{'optimal' if certified else status}: the bound of the LP over groups of "
+                       f"equal size ({sized.status} after {sized.iterations} iterations), relative gap "
+                       f"{relative_gap(result.value, upper_bound):.3g}")
+        else:
+            message += (f"; the LP over groups of equal size priced no lower bound ({sized.status} after "
+                        f"{sized.iterations} iterations)")
     order = np.argsort(-result.probabilities, kind="stable")
     sets = result.support.to_sets()
     return Optimum(
         value=float(result.value),
-        upper_bound=float(result.upper_bound),
+        upper_bound=float(upper_bound),
         method=f"column-generation+{label}",
         support=[sets[i] for i in order],
         probabilities=result.probabilities[order],
-        fairness_price=np.asarray(result.fairness_price, dtype=float),
+        fairness_price=np.asarray(fairness_price, dtype=float),
         columns=int(result.columns),
-        iterations=int(result.iterations) + grouped_iterations,
-        status=result.status,
-        success=result.success,
-        message=result.message,
+        iterations=iterations,
+        status=status,
+        success=status == "optimal",
+        message=message,
         seconds=time.perf_counter() - start,
-        pricing_bound=float(result.pricing_bound),
+        pricing_bound=float(pricing_bound),
         master_fairness_price=(None if result.master_fairness_price is None
                                else np.asarray(result.master_fairness_price, dtype=float)),
         cap_price=result.cap_price,
