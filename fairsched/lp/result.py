@@ -39,8 +39,8 @@ class Optimum(Result):
     starting sample, never re-optimised): they satisfy complementary slackness with it, but
     their own Lagrangian bound may be weaker.  ``columns`` counts the k-sets the LP saw (all
     of them for enumeration, the generated pool otherwise); ``iterations`` the
-    column-generation iterations, those on the floor groups' aggregated master included
-    (``None`` for enumeration).
+    column-generation iterations, those on the aggregated masters of the floor groups and of
+    the size groups included (``None`` for enumeration).
 
     With caps (``problem.caps``) the LP also has ``Σ_{S∋u} p_S <= c_u``: ``cap_price`` is ν,
     the utility gained per unit of ``c_u`` (``None`` without caps), the pricing maximises

@@ -85,7 +85,7 @@ class SizeGroupBound:
     no call improved on the centre's); ``aggregated_value`` the last restricted master's
     value (``U_agg`` itself when ``status`` is ``"converged"``); ``status`` one of
     ``"certified"`` (``bound`` within ``gap`` of ``lower``), ``"converged"``, ``"tailing-off"``,
-    ``"time-limit"``, ``"iteration-limit"``.
+    ``"out-of-reach"``, ``"time-limit"``, ``"iteration-limit"``.
     """
 
     prices: np.ndarray | None
@@ -147,8 +147,8 @@ class _AggregatedMaster:
 def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray, groups: np.ndarray,
                      columns: Columns, values: np.ndarray, *, centre: np.ndarray, centre_pricing_bound: float,
                      lower: float, gap: float, deadline: float | None = None,
-                     progress: Progress | None = None, first_iteration: int = 0,
-                     max_iterations: int = MAX_ITERATIONS) -> SizeGroupBound:
+                     patience: float | None = None, progress: Progress | None = None,
+                     first_iteration: int = 0, max_iterations: int = MAX_ITERATIONS) -> SizeGroupBound:
     """Column generation on the LP over groups of equal size (module docstring) from the sets
     ``columns`` (worth ``values``; they must meet every group's sum ``R_G``, as the sets of a
     distribution meeting ``r`` do), for the lowest Lagrangian bound it can price.
@@ -159,11 +159,15 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
     once the bound is within ``gap`` of ``lower`` (the value of a feasible distribution),
     ``"converged"`` when no column prices out at the master's own prices (the bound is then
     ``U_agg``), ``"tailing-off"`` when the gap to ``lower`` shrank by less than a factor
-    ``TAILING_OFF[1]`` in ``TAILING_OFF[0]`` iterations or the first :data:`NO_PROGRESS`
-    priced nothing below the centre's bound, at ``deadline`` (a
-    ``time.perf_counter()`` value) or after ``max_iterations``.  ``progress(iteration, lower,
-    upper, gap)`` follows every iteration, numbered from ``first_iteration + 1``.
+    ``TAILING_OFF[1]`` in ``TAILING_OFF[0]`` iterations or when neither the first
+    :data:`NO_PROGRESS` iterations nor the first ``patience`` seconds priced anything below
+    the centre's bound, ``"out-of-reach"`` when a restricted master is worth more than
+    ``lower·(1 + gap)`` (every bound of this LP is at least ``U_agg``, so none can certify the
+    gap any more), at ``deadline`` (a ``time.perf_counter()`` value) or after
+    ``max_iterations``.  ``progress(iteration, lower, upper, gap)`` follows every iteration,
+    numbered from ``first_iteration + 1``.
     """
+    began = time.perf_counter()
     r = np.asarray(r, dtype=float)
     groups = np.asarray(groups, dtype=np.int64)
     count = int(groups.max()) + 1
@@ -196,6 +200,9 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             break
         value, out, mu = solved
         iteration += 1
+        if relative_gap(lower, value) > gap:
+            status = "out-of-reach"
+            break
         tol = ENTER_TOLERANCE * max(1.0, abs(value))
         misprices, entering = 0, np.zeros(0, dtype=np.int64)
         while True:
@@ -233,7 +240,8 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
         if entering.size == 0:
             status = "converged"
             break
-        if stagnating(gaps, *TAILING_OFF) or (not improved and iteration >= NO_PROGRESS):
+        impatient = patience is not None and time.perf_counter() - began >= patience
+        if stagnating(gaps, *TAILING_OFF) or (not improved and (iteration >= NO_PROGRESS or impatient)):
             status = "tailing-off"
             break
         seen.update(hashes[j] for j in entering)
