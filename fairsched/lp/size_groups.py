@@ -32,8 +32,10 @@ smoothing with the self-adjusting ``α`` of Pessoa, Sadykov, Uchoa and Vanderbec
 generation" (INFORMS J. Computing, 2018; :class:`fairsched.solvers.colgen.Smoothing`):
 pricing at ``α·λ_in + (1 − α)·λ_out``, the centre ``λ_in`` the prices of the best bound.
 Without smoothing (SciPy's HiGHS re-solving the master each time, Kelley's cutting planes)
-the same draw needed 400 iterations and 301 s to bring the bound to 0.903690466; smoothed,
-the bound passes that level in fewer iterations (the benchmark's table).
+the same draw needed 400 iterations and 301 s to bring the bound to 0.903690466; here the
+bound 0.903690529, which certifies 1e-6 against column generation's value, took 145
+iterations and 41.8 s (``benchmarks/README.md``, "Two size classes: the bound of the size
+groups in ``optimum``").
 """
 
 from __future__ import annotations
