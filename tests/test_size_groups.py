@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 from test_certificates import brute_force_lagrangian, check_certificate
 
@@ -16,7 +18,8 @@ import fairsched.lp.solve as solve_module
 from fairsched.lp.floor_groups import group_counts
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.initial import initial_pool
-from fairsched.lp.size_groups import size_group_bound, size_groups
+from fairsched.lp.gale import ranked_members
+from fairsched.lp.size_groups import size_group_bound, size_groups, worker_prices
 from fairsched.lp.solve import optimum
 from fairsched.problem import Problem
 from fairsched.solvers import k_subset_masks, relative_gap
@@ -62,8 +65,20 @@ def test_groups_join_equal_sizes_of_priced_workers_only():
     assert sorted(np.bincount(groups).tolist()) == [1, 1, 2, 2]
 
 
+def check_distribution(support, probabilities, problem: Problem) -> float:
+    """A distribution over sets of size ``k`` meeting every floor: its value, recomputed."""
+    masks = support.to_masks()
+    assert (masks.sum(axis=1) == problem.k).all()
+    assert probabilities.sum() == pytest.approx(1.0, abs=1e-12) and (probabilities >= 0).all()
+    assert (probabilities @ masks >= problem.r - 1e-9).all()
+    return float(probabilities @ problem.utility.values(masks))
+
+
 @pytest.mark.parametrize("seed", range(10))
-def test_bound_is_certified_and_below_jensens(seed):
+def test_bound_and_distribution_meet_enumeration(seed):
+    """With Gale's cuts the LP over groups of equal size is exact: from the sample's start the
+    loop certifies ``U_opt`` (enumeration's) with a bound checked by brute force and a
+    distribution over actual sets, checked set by set."""
     problem = two_class(seed)
     exact = optimum(problem, method="enumeration")
     oracle, relaxation, at_relaxation = jensen(problem)
@@ -71,56 +86,61 @@ def test_bound_is_certified_and_below_jensens(seed):
     groups = size_groups(problem.utility.sizes, relaxation > 0)
     start = initial_pool(problem.utility, problem.k, problem.r)
     found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=exact.value, gap=1e-9)
+                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9)
+    assert found.status == "certified"
     assert found.prices is not None and (found.prices >= 0).all()
-    # equal prices inside every group
-    assert all(np.ptp(found.prices[groups == g]) == 0 for g in range(int(groups.max()) + 1))
-    truth_max, truth_bound = brute_force_lagrangian(problem, found.prices)
+    truth_max, _ = brute_force_lagrangian(problem, found.prices)
     assert found.pricing_bound == pytest.approx(truth_max, rel=1e-12, abs=1e-12)
     assert found.bound == pytest.approx(found.pricing_bound - float(found.prices @ problem.r), rel=1e-12)
-    assert found.bound >= exact.value - 1e-9  # a valid bound on U_opt ...
-    assert found.bound <= jensens  # ... never worse than the centre's
-    if relative_gap(exact.value, jensens) > 1e-5:
-        assert relative_gap(exact.value, found.bound) < 0.1 * relative_gap(exact.value, jensens)
-    if found.status == "certified":
-        assert relative_gap(exact.value, found.bound) <= 1e-9
-    else:
-        # converged: the bound is the aggregated LP's optimum, which lies above U_opt here
-        assert found.status == "converged"
-        assert found.bound == pytest.approx(aggregated_optimum(problem, groups), rel=1e-9)
+    assert exact.value - 1e-9 <= found.bound <= jensens
+    if found.support is None:  # nothing better than the start: the start was optimal
+        assert relative_gap(start.value(), found.bound) <= 1e-9
+        return
+    value = check_distribution(found.support, found.probabilities, problem)
+    assert value == pytest.approx(found.value, abs=1e-12) and value > start.value()
+    assert value <= exact.value + 1e-9 and relative_gap(value, found.bound) <= 1e-9
 
 
-def test_a_converged_run_reaches_the_aggregated_optimum():
-    problem = two_class(10)  # the aggregated LP is strictly above U_opt on this draw
+def test_gale_cuts_close_what_the_aggregation_alone_leaves_open():
+    """Seed 10: the LP over groups of equal size without Gale's cuts is 3.7e-6 above
+    ``U_opt`` (an LP over every k-set, written here); with them the loop reaches ``U_opt``."""
+    problem = two_class(10)
     oracle, relaxation, at_relaxation = jensen(problem)
     groups = size_groups(problem.utility.sizes, relaxation > 0)
-    u_agg = aggregated_optimum(problem, groups)
     exact = optimum(problem, method="enumeration")
-    assert relative_gap(exact.value, u_agg) > 1e-6
+    assert relative_gap(exact.value, aggregated_optimum(problem, groups)) > 1e-6
     start = initial_pool(problem.utility, problem.k, problem.r)
     found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=exact.value, gap=1e-9)
-    # against U_opt no bound of the aggregated LP can certify 1e-9: it stops once its master says so
-    assert found.status == "out-of-reach" and found.aggregated_value > exact.value * (1 + 1e-9)
-    # against U_agg itself (not a distribution's value: a target the loop cannot outgrow) it goes all the way
-    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=u_agg, gap=1e-9)
-    assert found.status in ("certified", "converged")
-    assert found.aggregated_value == pytest.approx(u_agg, rel=1e-9)
-    assert found.bound == pytest.approx(u_agg, rel=1e-9) and found.bound >= u_agg - 1e-12
+                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9)
+    assert found.cuts > 0 and found.status == "certified"
+    assert found.value == pytest.approx(exact.value, rel=1e-9)
+    assert found.bound == pytest.approx(exact.value, rel=1e-9)
 
 
-def test_centre_must_be_equal_inside_every_group():
-    problem = two_class(0)
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    member = int(np.flatnonzero(np.bincount(groups)[groups] > 1)[0])
-    uneven = relaxation.copy()
-    uneven[member] += 1e-3
-    start = initial_pool(problem.utility, problem.k, problem.r)
-    with pytest.raises(ValueError, match="equal inside every group"):
-        size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                         centre=uneven, centre_pricing_bound=at_relaxation, lower=0.5, gap=1e-6)
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_worker_prices_are_the_masters_lagrangian(seed):
+    """A set with ``c`` members of a group earns at most ``λ_G·c + Σ π·min(c, j)`` from them at
+    the per-worker prices (exactly that with the ``c`` largest floors), and ``Σ λ_u r_u`` is
+    ``λ·R + π·F``."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 12))
+    groups = np.unique(rng.integers(0, max(1, n // 2), n), return_inverse=True)[1]
+    r = rng.uniform(0.0, 0.5, n)
+    order, starts, rank = ranked_members(groups, r)
+    sizes = np.diff(starts)
+    cut_group = rng.integers(0, sizes.size, 4)
+    cut_size = np.array([int(rng.integers(1, sizes[g] + 1)) for g in cut_group])
+    lam, pi = rng.uniform(0, 1, sizes.size), rng.uniform(0, 1, 4)
+    prices = worker_prices(lam, pi, cut_group, cut_size, groups, order, starts)
+    floors = [float(np.sort(r[groups == g])[::-1][:j].sum()) for g, j in zip(cut_group, cut_size)]
+    assert prices @ r == pytest.approx(lam @ np.bincount(groups, weights=r, minlength=sizes.size) + pi @ floors)
+    member = rng.random(n) < 0.5
+    counts = np.bincount(groups[member], minlength=sizes.size)
+    earned = lam @ counts + sum(p * min(counts[g], j) for g, j, p in zip(cut_group, cut_size, pi))
+    assert prices[member].sum() <= earned + 1e-12
+    top = rank <= counts[groups]  # the same counts, largest floors first
+    assert prices[top].sum() == pytest.approx(earned)
 
 
 def test_deadline_in_the_past_returns_no_bound():
@@ -133,6 +153,7 @@ def test_deadline_in_the_past_returns_no_bound():
                              gap=1e-6, deadline=time.perf_counter() - 1.0)
     assert found.status == "time-limit" and found.iterations == 0
     assert found.prices is None and math.isinf(found.bound) and math.isinf(found.pricing_bound)
+    assert found.support is None and found.value == -math.inf
 
 
 def stopped_early(monkeypatch) -> None:
@@ -147,28 +168,16 @@ def stopped_early(monkeypatch) -> None:
     monkeypatch.setattr(solve_module, "column_generation", after_one)
 
 
-@pytest.mark.parametrize("seed, status", [(0, "optimal"), (5, "iteration-limit"), (17, "iteration-limit")])
-def test_optimum_reports_the_size_groups_certificate(monkeypatch, seed, status):
-    """The certificate ``optimum`` reports is the size groups' bound, checked by brute force at
-    the reported prices; seed 0 is certified by it, seeds 5 and 17 stop out of reach (the
-    aggregated master outgrows the value reached) with a bound lower than Jensen's all the same."""
+@pytest.mark.parametrize("seed", [0, 2, 5, 10, 17, 18])
+def test_optimum_reports_the_size_groups_certificate(monkeypatch, seed):
+    """``optimum`` takes the phase's distribution and bound: certified, checked by brute force
+    at the reported prices and set by set against enumeration."""
     problem = two_class(seed)
     stopped_early(monkeypatch)
     opt = optimum(problem, method="column-generation")
-    _, relaxation, at_relaxation = jensen(problem)
-    jensens = at_relaxation - float(relaxation @ problem.r)
-    assert opt.status == status
-    assert opt.upper_bound < jensens - 1e-6
-    assert opt.message.startswith(f"{opt.status}: the bound of the LP over groups of equal size")
-    check_certificate(opt, problem, solve_module.DEFAULT_GAP)
-
-
-def test_optimum_says_when_the_size_groups_are_out_of_reach(monkeypatch):
-    """Seed 2: the first aggregated master is already worth more than the value reached plus
-    the gap, so no bound of that LP can certify it; the phase stops at once and says why."""
-    problem = two_class(2)
-    stopped_early(monkeypatch)
-    opt = optimum(problem, method="column-generation")
-    assert opt.status == "iteration-limit"
-    assert "priced no lower bound (out of reach" in opt.message
+    exact = optimum(problem, method="enumeration")
+    assert opt.status == "optimal"
+    assert opt.message.startswith("optimal: the LP over groups of equal size")
+    assert opt.master_fairness_price is None  # the distribution is the realised one
+    assert opt.value == pytest.approx(exact.value, rel=1e-9)
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)

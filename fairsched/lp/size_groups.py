@@ -50,15 +50,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from fairsched.lp.floor_groups import group_counts
+from fairsched.lp.gale import ranked_members, realise, violated_cuts
 from fairsched.solvers import lp as _lp
-from fairsched.solvers.colgen import PricingResult, Smoothing, reduced_costs, relative_gap, stagnating
+from fairsched.solvers.colgen import (
+    PricingResult,
+    Smoothing,
+    reduced_costs,
+    relative_gap,
+    stagnating,
+)
 from fairsched.solvers.columns import Columns
 from fairsched.solvers.errors import SolverError
 
 Progress = Callable[[int, float, float, float], None]
 
-#: ``(window, factor)``: stop when the gap to ``lower`` shrank by less than ``factor`` in ``window`` iterations
-TAILING_OFF = (40, 0.95)
+#: ``(window, factor)``: stop when the gap to the best value shrank by less than a factor ``factor`` in
+#: ``window`` iterations (two-class ``n = 10,000``: at 0.95 the loop stopped at a gap of 1.0002e-6,
+#: still shrinking by 4.8% every 40 iterations)
+TAILING_OFF = (40, 0.98)
 #: stop when this many iterations priced no bound below the centre's (two-class ``n = 10,000``:
 #: none in 29 iterations, 2.4 s of pricing each, where ``n = 1,000`` improved from the 5th)
 NO_PROGRESS = 10
@@ -66,6 +75,9 @@ NO_PROGRESS = 10
 MAX_ITERATIONS = 2_000
 #: reduced cost a column needs to enter, relative to ``max(1, |U|)``
 ENTER_TOLERANCE = 1e-12
+#: HiGHS's primal and dual feasibility tolerance in the aggregated master (the floors of a
+#: realised distribution are checked to 1e-9)
+FEASIBILITY_TOLERANCE = 1e-10
 
 
 def size_groups(sizes: np.ndarray, priced: np.ndarray) -> np.ndarray:
@@ -83,11 +95,15 @@ class SizeGroupBound:
     """What :func:`size_group_bound` reached.
 
     ``prices`` (n,) are the per-worker prices of the best bound, ``pricing_bound`` the exact
-    pricing's ``max_S f(S) + λ(S)`` at them and ``bound = pricing_bound − λ·r`` (``inf`` when
-    no call improved on the centre's); ``aggregated_value`` the last restricted master's
-    value (``U_agg`` itself when ``status`` is ``"converged"``); ``status`` one of
-    ``"certified"`` (``bound`` within ``gap`` of ``lower``), ``"converged"``, ``"tailing-off"``,
-    ``"out-of-reach"``, ``"time-limit"``, ``"iteration-limit"``.
+    pricing's ``max_S f(S) + λ(S)`` at them and ``bound = pricing_bound − λ·r`` (``None``,
+    ``inf`` and ``inf`` when no call improved on the centre's); ``aggregated_value`` the last
+    restricted master's value; ``support``, ``probabilities`` and ``value`` the best
+    distribution over actual sets meeting every floor that the loop found (a restricted
+    master meeting all of Gale's inequalities, realised by :func:`fairsched.lp.gale.realise`;
+    ``None``, ``None`` and ``-inf`` when none beat ``lower``); ``status`` one of
+    ``"certified"`` (``bound`` within ``gap`` of the best value), ``"converged"``,
+    ``"tailing-off"``, ``"time-limit"``, ``"iteration-limit"``; ``cuts`` the number of Gale
+    inequalities added.
     """
 
     prices: np.ndarray | None
@@ -97,42 +113,104 @@ class SizeGroupBound:
     status: str
     iterations: int
     pricing_calls: int
+    support: Columns | None = None
+    probabilities: np.ndarray | None = None
+    value: float = -math.inf
+    cuts: int = 0
 
 
 class _AggregatedMaster:
-    """``max Σ p_S f(S)  s.t.  Σ p_S |S ∩ G| >= R_G,  Σ p_S = 1,  p >= 0`` as one HiGHS model
-    whose columns are appended."""
+    """``max Σ p_S f(S)  s.t.  Σ p_S |S ∩ G| >= R_G,  Σ p_S = 1,  Σ p_S min(|S ∩ G|, j) >=
+    F_G(j)`` (the Gale inequalities added so far), ``p >= 0``, as one HiGHS model whose
+    columns and cut rows are appended."""
 
-    def __init__(self, need: np.ndarray):
+    def __init__(self, need: np.ndarray, n: int):
         self.groups = need.size
+        self.n = n
+        self.parts: list[Columns] = []
+        self.count_parts: list[sp.csr_array] = []
+        self._counts: sp.csc_array | None = None
+        self.cut_group = np.zeros(0, dtype=np.int64)
+        self.cut_size = np.zeros(0, dtype=np.int64)
+        self.known: set[tuple[int, int]] = set()
+        self.weights = np.zeros(0)  # the last optimum's, over the columns it had
         self.h = _lp.new_highs()
-        for name, value in (("solver", "simplex"), ("presolve", "off")):
+        # tight tolerances: a solution meeting Gale's rows only to HiGHS's default 1e-7 would
+        # not be realised within the 1e-9 the floors are checked to
+        for name, value in (("solver", "simplex"), ("presolve", "off"),
+                            ("primal_feasibility_tolerance", FEASIBILITY_TOLERANCE),
+                            ("dual_feasibility_tolerance", FEASIBILITY_TOLERANCE)):
             _lp.set_option(self.h, name, value)
-        rows = self.groups + 1
         status = self.h.passModel(
-            0, rows, 0, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
+            0, self.groups + 1, 0, int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize), 0.0,
             np.zeros(0), np.zeros(0), np.zeros(0),
             np.append(need, 1.0), np.append(np.full(self.groups, highspy.kHighsInf), 1.0),
             np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0), np.zeros(0, dtype=np.int32))
         if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected the aggregated master LP")
 
-    def add(self, counts: sp.csr_array, values: np.ndarray) -> None:
-        """Columns with group counts ``counts`` (one row per column) and values ``f(S)``."""
+    def counts(self) -> sp.csc_array:
+        """``|S ∩ G|`` of every column (rows) and group (columns)."""
+        if self._counts is None:
+            self._counts = sp.vstack(self.count_parts, format="csc")
+        return self._counts
+
+    def _cut_coefficients(self, counts: sp.sparray, group: np.ndarray | None = None,
+                          size: np.ndarray | None = None) -> sp.csc_array:
+        """``min(|S ∩ G|, j)`` of each column (rows of ``counts``) for each cut ``(G, j)``
+        (default: every cut so far), sparse."""
+        group = self.cut_group if group is None else group
+        size = self.cut_size if size is None else size
+        by_group = counts.tocsc()
+        lo, hi = by_group.indptr[group], by_group.indptr[group + 1]
+        spans = hi - lo
+        take = np.repeat(lo - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum()))
+        data = np.minimum(by_group.data[take], np.repeat(size, spans))
+        indptr = np.concatenate([[0], np.cumsum(spans)])
+        return sp.csc_array((data.astype(float), by_group.indices[take], indptr), shape=(counts.shape[0], group.size))
+
+    def add(self, columns: Columns, counts: sp.csr_array, values: np.ndarray) -> None:
+        """``columns`` with their group counts ``counts`` (one row per column) and values ``f(S)``."""
         m = counts.shape[0]
         if m == 0:
             return
-        with_convexity = sp.hstack([counts, sp.csr_array(np.ones((m, 1)))], format="csr")
+        blocks = [counts, sp.csr_array(np.ones((m, 1)))]
+        if self.cut_group.size:
+            blocks.append(self._cut_coefficients(counts).tocsr())
+        matrix = sp.hstack(blocks, format="csr")
         status = self.h.addCols(m, np.ascontiguousarray(values, dtype=float), np.zeros(m),
-                                np.full(m, highspy.kHighsInf), with_convexity.nnz,
-                                with_convexity.indptr[:-1].astype(np.int32),
-                                with_convexity.indices.astype(np.int32),
-                                with_convexity.data.astype(float))
+                                np.full(m, highspy.kHighsInf), matrix.nnz, matrix.indptr[:-1].astype(np.int32),
+                                matrix.indices.astype(np.int32), matrix.data.astype(float))
         if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected new columns of the aggregated master")
+        self.parts.append(columns)
+        self.count_parts.append(counts.tocsr())
+        self._counts = None
 
-    def solve(self, time_limit: float | None) -> tuple[float, np.ndarray, float] | None:
-        """``(value, λ_G, μ)`` of the master's optimum; ``None`` at ``time_limit``."""
+    def add_cuts(self, cuts: list[tuple[int, int, float]]) -> None:
+        """Gale's inequalities ``(G, j, F_G(j))`` as rows over every column so far."""
+        group = np.array([g for g, _, _ in cuts], dtype=np.int64)
+        size = np.array([j for _, j, _ in cuts], dtype=np.int64)
+        rows = self._cut_coefficients(self.counts(), group, size).T.tocsr()
+        status = self.h.addRows(len(cuts), np.array([f for _, _, f in cuts]), np.full(len(cuts), highspy.kHighsInf),
+                                rows.nnz, rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32),
+                                rows.data.astype(float))
+        if status == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected Gale's cuts in the aggregated master")
+        self.cut_group = np.concatenate([self.cut_group, group])
+        self.cut_size = np.concatenate([self.cut_size, size])
+        self.known.update(zip(group.tolist(), size.tolist()))
+
+    def column_rewards(self, counts: sp.csr_array, lam: np.ndarray, pi: np.ndarray) -> np.ndarray:
+        """The dual value of columns: ``λ_G·|S ∩ G| + Σ_cuts π·min(|S ∩ G|, j)``."""
+        reward = counts @ lam
+        if self.cut_group.size:
+            reward = reward + self._cut_coefficients(counts) @ pi
+        return np.asarray(reward, dtype=float)
+
+    def solve(self, time_limit: float | None) -> tuple[float, np.ndarray, float, np.ndarray] | None:
+        """``(value, λ_G, μ, π)`` of the master's optimum (``π`` the cuts' prices); ``None`` at
+        ``time_limit``."""
         _lp.set_time_limit(self.h, time_limit)
         self.h.run()
         status = self.h.getModelStatus()
@@ -141,9 +219,33 @@ class _AggregatedMaster:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS did not solve the aggregated master "
                               f"(status: {self.h.modelStatusToString(status)})")
-        row_dual = np.asarray(self.h.getSolution().row_dual)
+        solution = self.h.getSolution()
+        self.weights = np.array(solution.col_value, dtype=float)
+        row_dual = np.asarray(solution.row_dual)
         value = float(self.h.getInfo().objective_function_value)
-        return value, np.clip(-row_dual[:self.groups], 0.0, None), float(row_dual[self.groups])
+        g = self.groups
+        return (value, np.clip(-row_dual[:g], 0.0, None), float(row_dual[g]),
+                np.clip(-row_dual[g + 1:], 0.0, None))
+
+    def columns(self, count: int) -> Columns:
+        """The first ``count`` columns."""
+        return Columns.concatenate(self.parts, self.n).take(np.arange(count))
+
+
+def worker_prices(lam: np.ndarray, pi: np.ndarray, cut_group: np.ndarray, cut_size: np.ndarray,
+                  groups: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per-worker prices of the aggregated master's duals: ``λ_G`` plus, for each cut ``(G, j)``,
+    its price ``π`` on the ``j`` members of ``G`` with the largest floors.  A set holding ``c``
+    members of ``G`` earns at most ``λ_G·c + Σ π·min(c, j)`` from them (exactly that with the
+    ``c`` of largest floor), and ``Σ_u λ_u r_u = λ·R + π·F``, so the Lagrangian bound at these
+    prices is that of the master's LP."""
+    ranked = np.asarray(lam, dtype=float)[groups][order]
+    for g, j, price in zip(cut_group, cut_size, pi):
+        if price > 0:
+            ranked[starts[g]:starts[g] + j] += price
+    prices = np.empty_like(ranked)
+    prices[order] = ranked
+    return prices
 
 
 def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray, groups: np.ndarray,
@@ -151,41 +253,38 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
                      lower: float, gap: float, deadline: float | None = None,
                      patience: float | None = None, progress: Progress | None = None,
                      first_iteration: int = 0, max_iterations: int = MAX_ITERATIONS) -> SizeGroupBound:
-    """Column generation on the LP over groups of equal size (module docstring) from the sets
-    ``columns`` (worth ``values``; they must meet every group's sum ``R_G``, as the sets of a
-    distribution meeting ``r`` do), for the lowest Lagrangian bound it can price.
+    """Column generation on the LP over groups of equal size with Gale's inequalities (module
+    docstring) from the sets ``columns`` (worth ``values``; they must meet every group's sum
+    ``R_G``, as the sets of a distribution meeting ``r`` do), for the lowest Lagrangian bound
+    it can price and the best distribution it can realise.
 
-    ``price`` is an exact pricing (``upper_bound`` its maximum); ``centre`` (n,) prices equal
-    inside each group with their known pricing bound ``centre_pricing_bound`` (e.g. the
-    continuous relaxation's: Jensen's bound) start the smoothing.  It stops ``"certified"``
-    once the bound is within ``gap`` of ``lower`` (the value of a feasible distribution),
-    ``"converged"`` when no column prices out at the master's own prices (the bound is then
-    ``U_agg``), ``"tailing-off"`` when the gap to ``lower`` shrank by less than a factor
-    ``TAILING_OFF[1]`` in ``TAILING_OFF[0]`` iterations or when neither the first
-    :data:`NO_PROGRESS` iterations nor the first ``patience`` seconds priced anything below
-    the centre's bound, ``"out-of-reach"`` when a restricted master is worth more than
-    ``lower·(1 + gap)`` (every bound of this LP is at least ``U_agg``, so none can certify the
-    gap any more), at ``deadline`` (a ``time.perf_counter()`` value) or after
-    ``max_iterations``.  ``progress(iteration, lower, upper, gap)`` follows every iteration,
-    numbered from ``first_iteration + 1``.
+    ``price`` is an exact pricing (``upper_bound`` its maximum); ``centre`` (n,) prices (e.g.
+    the continuous relaxation's) with their known pricing bound ``centre_pricing_bound`` start
+    the smoothing; ``lower`` is the value of a distribution already known.  After each master
+    solve the violated Gale inequalities are added and the master solved again; once none is
+    violated the master's value is a real distribution's, which raises the lower bound.  It
+    stops ``"certified"`` once the bound is within ``gap`` of the best value, ``"converged"``
+    when no column prices out at the master's own prices, ``"tailing-off"`` when that gap
+    shrank by less than a factor ``TAILING_OFF[1]`` in ``TAILING_OFF[0]`` iterations or did
+    not shrink at all in the first :data:`NO_PROGRESS` iterations and ``patience`` seconds,
+    at ``deadline`` (a ``time.perf_counter()`` value) or after ``max_iterations``.
+    ``progress(iteration, lower, upper, gap)`` follows every iteration, numbered from
+    ``first_iteration + 1``.
     """
     began = time.perf_counter()
     r = np.asarray(r, dtype=float)
     groups = np.asarray(groups, dtype=np.int64)
     count = int(groups.max()) + 1
     need = np.bincount(groups, weights=r, minlength=count)
-    centre = np.asarray(centre, dtype=float)
-    centre_g = np.empty(count)
-    centre_g[groups] = centre
-    if not np.array_equal(centre_g[groups], centre):
-        raise ValueError("the centre's prices must be equal inside every group")
-    master = _AggregatedMaster(need)
-    master.add(group_counts(columns, groups, count), np.asarray(values, dtype=float))
+    order, starts, _ = ranked_members(groups, r)
+    master = _AggregatedMaster(need, r.size)
+    master.add(columns, group_counts(columns, groups, count), np.asarray(values, dtype=float))
     seen = set(columns.hashes().tolist())
     smoother = Smoothing("auto")
-    best_g, best_pricing = centre_g, float(centre_pricing_bound)
-    best_bound = best_pricing - float(centre_g @ need)
+    best_prices, best_pricing = np.asarray(centre, dtype=float), float(centre_pricing_bound)
+    best_bound = best_pricing - float(best_prices @ r)
     improved = False
+    realised_value, snapshot = -math.inf, None
     gaps = [relative_gap(lower, best_bound)]
     status, iteration, calls, value = "iteration-limit", 0, 0, -math.inf
 
@@ -200,29 +299,33 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
         if solved is None:
             status = "time-limit"
             break
-        value, out, mu = solved
+        value, lam_g, mu, pi = solved
+        cuts = violated_cuts(master.counts(), master.weights, groups, r, master.known)
+        if cuts:
+            master.add_cuts(cuts)
+            continue
+        if value > realised_value:  # every Gale inequality holds: a real distribution's value
+            realised_value, snapshot = value, master.weights.copy()
+        known = max(lower, realised_value)
         iteration += 1
-        if relative_gap(lower, value) > gap:
-            status = "out-of-reach"
-            break
         tol = ENTER_TOLERANCE * max(1.0, abs(value))
-        misprices, entering = 0, np.zeros(0, dtype=np.int64)
+        out = worker_prices(lam_g, pi, master.cut_group, master.cut_size, groups, order, starts)
+        misprices = 0
         while True:
             alpha = smoother.schedule(misprices)
-            separation = alpha * best_g + (1.0 - alpha) * out
-            found = price(separation[groups])
+            separation = alpha * best_prices + (1.0 - alpha) * out
+            found = price(separation)
             calls += 1
             if found.exact:
-                bound = float(found.upper_bound) - float(separation @ need)
+                bound = float(found.upper_bound) - float(separation @ r)
                 if bound < best_bound:
-                    best_g, best_pricing, best_bound, improved = separation, float(found.upper_bound), bound, True
-            masks, found_values, _ = reduced_costs(found, separation[groups], 0.0)
+                    best_prices, best_pricing, best_bound, improved = separation, float(found.upper_bound), bound, True
+            masks, found_values, objective = reduced_costs(found, separation, 0.0)
+            if masks.shape[0]:
+                smoother.adapt(best_prices, out, masks[int(np.argmax(objective))].astype(float), r)
             priced = Columns.from_masks(masks)
             counts = group_counts(priced, groups, count)
-            if counts.shape[0]:
-                reward = found_values + counts @ separation
-                smoother.adapt(best_g, out, counts[[int(np.argmax(reward))]].toarray().ravel(), need)
-            reduced = found_values + counts @ out - mu
+            reduced = found_values + master.column_rewards(counts, lam_g, pi) - mu
             hashes = priced.hashes().tolist()
             fresh: dict[int, int] = {}
             for j in np.argsort(-reduced, kind="stable"):
@@ -232,22 +335,31 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             if entering.size or alpha == 0.0:
                 break
             misprices += 1
-        current = relative_gap(lower, best_bound)
+        current = relative_gap(known, best_bound)
         gaps.append(current)
         if progress is not None:
-            progress(first_iteration + iteration, lower, best_bound, current)
+            progress(first_iteration + iteration, known, best_bound, current)
         if current <= gap:
             status = "certified"
             break
         if entering.size == 0:
             status = "converged"
             break
-        impatient = patience is not None and time.perf_counter() - began >= patience
-        if stagnating(gaps, *TAILING_OFF) or (not improved and (iteration >= NO_PROGRESS or impatient)):
+        stuck = current >= gaps[0] and iteration >= NO_PROGRESS and \
+            (patience is None or time.perf_counter() - began >= patience)
+        if stagnating(gaps, *TAILING_OFF) or stuck:
             status = "tailing-off"
             break
         seen.update(hashes[j] for j in entering)
-        master.add(counts[entering], found_values[entering])
-    return SizeGroupBound(prices=best_g[groups] if improved else None, pricing_bound=best_pricing if improved else math.inf,
+        master.add(priced.take(entering), counts[entering], found_values[entering])
+    support, probabilities, realised = None, None, -math.inf
+    if snapshot is not None and realised_value > lower:
+        made = realise(master.columns(snapshot.size), snapshot / snapshot.sum(), groups, r)
+        if made is not None:
+            support, probabilities = made
+            realised = realised_value
+    return SizeGroupBound(prices=best_prices if improved else None,
+                          pricing_bound=best_pricing if improved else math.inf,
                           bound=best_bound if improved else math.inf, aggregated_value=value, status=status,
-                          iterations=iteration, pricing_calls=calls)
+                          iterations=iteration, pricing_calls=calls, support=support,
+                          probabilities=probabilities, value=realised, cuts=int(master.cut_group.size))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -296,12 +297,64 @@ def _enumeration_at_time_limit(problem: Problem, values: np.ndarray, members: np
     )
 
 
+@dataclass
+class _Reported:
+    """What :func:`optimum` reports from column generation, before the size groups' phase may
+    improve it."""
+
+    value: float
+    upper_bound: float
+    support: Columns
+    probabilities: np.ndarray
+    fairness_price: np.ndarray
+    pricing_bound: float
+    master_fairness_price: np.ndarray | None
+    status: str
+    message: str
+    iterations: int
+
+
+def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxation: np.ndarray,
+                      result: object, reported: _Reported, *, gap: float, deadline: float | None,
+                      spent: float, progress: Progress | None) -> None:
+    """Run :func:`fairsched.lp.size_groups.size_group_bound` after column generation over
+    every floor stopped short of the gap, and take its distribution (if worth more) and its
+    bound (if lower) into ``reported``."""
+    budget = time.perf_counter() + SIZE_GROUP_SHARE * spent
+    sized = size_group_bound(oracle.price, r, size_groups(problem.utility.sizes, relaxation > 0),
+                             result.support, result.values, centre=relaxation,
+                             centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
+                             lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
+                             patience=SIZE_GROUP_PATIENCE * spent, progress=progress,
+                             first_iteration=reported.iterations)
+    reported.iterations += sized.iterations
+    changes = []
+    if sized.support is not None:
+        worth = float(sized.probabilities @ column_values(problem.utility, sized.support))
+        if worth > reported.value:
+            reported.support, reported.probabilities, reported.value = sized.support, sized.probabilities, worth
+            reported.master_fairness_price = None  # the distribution is no master's solution
+            changes.append(f"a distribution realised from it, worth {worth:.10g}")
+    if sized.bound < reported.upper_bound:
+        reported.fairness_price, reported.pricing_bound = sized.prices, sized.pricing_bound
+        reported.upper_bound = sized.bound
+        changes.append(f"its bound {sized.bound:.10g}")
+    reported.upper_bound = max(reported.upper_bound, reported.value)
+    current = relative_gap(reported.value, reported.upper_bound)
+    if current <= gap:
+        reported.status = "optimal"
+    ending = f"{_phase_end(sized.status, deadline)} after {sized.iterations} iterations, {sized.cuts} of Gale's cuts"
+    if changes:
+        reported.message = (f"{reported.status}: the LP over groups of equal size ({ending}) gave "
+                            f"{' and '.join(changes)}; relative gap {current:.3g}")
+    else:
+        reported.message += f"; the LP over groups of equal size improved nothing ({ending})"
+
+
 def _phase_end(status: str, deadline: float | None) -> str:
     """How the size groups' phase ended, its own time budget told apart from the time limit."""
     if status == "time-limit" and (deadline is None or time.perf_counter() < deadline):
         return f"its budget of {SIZE_GROUP_SHARE:g}x the time before it"
-    if status == "out-of-reach":
-        return "out of reach: its restricted optimum is already worth more than the gap allows"
     return status
 
 
@@ -452,49 +505,34 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         label = f"{kind}-pricing({oracle.name})"
     else:
         label = f"{oracle.name}-pricing"
-    fairness_price, pricing_bound, upper_bound = result.fairness_price, result.pricing_bound, result.upper_bound
-    status, message, iterations = result.status, result.message, int(result.iterations) + grouped_iterations
+    reported = _Reported(value=float(result.value), upper_bound=float(result.upper_bound), support=result.support,
+                         probabilities=result.probabilities, fairness_price=result.fairness_price,
+                         pricing_bound=float(result.pricing_bound), master_fairness_price=result.master_fairness_price,
+                         status=result.status, message=result.message,
+                         iterations=int(result.iterations) + grouped_iterations)
     if (type(problem.utility) is AccuracyUtility and problem.caps is None and relaxation is not None
-            and oracle.exact and status in ("tailing-off", "stalled", "iteration-limit")):
-        # the bound side is what tails off there (Jensen's, out of reach of any distribution
-        # when sizes come in classes): the LP over equal-size groups prices lower (size_groups)
-        before = time.perf_counter() - start
-        budget = time.perf_counter() + SIZE_GROUP_SHARE * before
-        sized = size_group_bound(oracle.price, r, size_groups(problem.utility.sizes, relaxation > 0),
-                                 result.support, result.values, centre=relaxation,
-                                 centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
-                                 lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
-                                 patience=SIZE_GROUP_PATIENCE * before, progress=progress,
-                                 first_iteration=iterations)
-        iterations += sized.iterations
-        if sized.bound < upper_bound:
-            fairness_price, pricing_bound = sized.prices, sized.pricing_bound
-            upper_bound = max(sized.bound, result.value)
-            certified = relative_gap(result.value, upper_bound) <= gap
-            status = "optimal" if certified else status
-            message = (f"{'optimal' if certified else status}: the bound of the LP over groups of "
-                       f"equal size ({_phase_end(sized.status, deadline)} after {sized.iterations} "
-                       f"iterations), relative gap {relative_gap(result.value, upper_bound):.3g}")
-        else:
-            message += (f"; the LP over groups of equal size priced no lower bound "
-                        f"({_phase_end(sized.status, deadline)} after {sized.iterations} iterations)")
-    order = np.argsort(-result.probabilities, kind="stable")
-    sets = result.support.to_sets()
+            and oracle.exact and reported.status in ("tailing-off", "stalled", "iteration-limit")):
+        # Jensen's bound, out of reach of any distribution when sizes come in classes, and a
+        # degenerate master: the LP over equal-size groups prices lower and climbs (size_groups)
+        _size_group_phase(problem, oracle, r, relaxation, result, reported, gap=gap, deadline=deadline,
+                          spent=time.perf_counter() - start, progress=progress)
+    order = np.argsort(-reported.probabilities, kind="stable")
+    sets = reported.support.to_sets()
     return Optimum(
-        value=float(result.value),
-        upper_bound=float(upper_bound),
+        value=reported.value,
+        upper_bound=reported.upper_bound,
         method=f"column-generation+{label}",
         support=[sets[i] for i in order],
-        probabilities=result.probabilities[order],
-        fairness_price=np.asarray(fairness_price, dtype=float),
+        probabilities=np.asarray(reported.probabilities)[order],
+        fairness_price=np.asarray(reported.fairness_price, dtype=float),
         columns=int(result.columns),
-        iterations=iterations,
-        status=status,
-        success=status == "optimal",
-        message=message,
+        iterations=reported.iterations,
+        status=reported.status,
+        success=reported.status == "optimal",
+        message=reported.message,
         seconds=time.perf_counter() - start,
-        pricing_bound=float(pricing_bound),
-        master_fairness_price=(None if result.master_fairness_price is None
-                               else np.asarray(result.master_fairness_price, dtype=float)),
+        pricing_bound=reported.pricing_bound,
+        master_fairness_price=(None if reported.master_fairness_price is None
+                               else np.asarray(reported.master_fairness_price, dtype=float)),
         cap_price=result.cap_price,
     )
