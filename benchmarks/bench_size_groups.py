@@ -1,5 +1,8 @@
 """Benchmark (diagnostic): which side of an accuracy instance's gap is open, by the LP over
-groups of equal size.
+groups of equal size without Gale's cuts (Kelley's cutting planes, the master re-solved by
+SciPy each time).  ``fairsched optimum`` itself now runs that LP with Gale's cuts, an
+incremental master and smoothing (:mod:`fairsched.lp.size_groups`); this script stays as the
+record of the measurements that led there (``benchmarks/README.md``, "Two size classes").
 
 Run as a plain script on an instance file of the accuracy utility, e.g. a draw written by
 ``bench_scheduler.py --save``::

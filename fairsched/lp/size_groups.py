@@ -1,14 +1,14 @@
-"""Size groups: a Lagrangian bound for the accuracy utility from the LP over groups of
-workers of equal size, where column generation over every worker's floor tails off above it.
+"""Size groups: ``U_opt`` of the accuracy utility from the LP over groups of workers of equal
+size with Gale's inequalities, where column generation over every worker's floor tails off.
 
 **Why.**  For ``f(S) = g(L(S))`` (the accuracy utility of Li, Liu and Ji, "Federated
 Learning with Fair Worker Selection: A Multi-Round Submodular Maximization Approach") the
 continuous relaxation's bound is Jensen's, ``g(L·x*)``, and where the sizes fall into two
 classes no distribution reaches it: the sets holding the fractional large workers would
 need small members smaller than those with the mass they need.  Column generation over all
-``n`` floor rows then keeps Jensen's bound: its master is degenerate, its duals jump between
-workers, and no Lagrangian bound it prices is lower.  Two-class draw, ``n = 1,000, k = 50``:
-``"tailing-off"`` at a gap of 1.46e-5 after 35.9 s, the bound Jensen's
+``n`` floor rows then keeps Jensen's bound and, at ``n = 10,000``, its starting value: its
+master is degenerate, its duals jump between workers.  Two-class draws: ``"tailing-off"`` at
+1.46e-5 (``n = 1,000, k = 50``, 35.9 s) and 1.75e-6 (``n = 10,000, k = 100``, 57–68 s)
 (``benchmarks/README.md``, "Two size classes").
 
 **The aggregated LP** (constraint aggregation, Elhallaoui, Villeneuve, Soumis and
@@ -19,23 +19,26 @@ the floor rows of each group ``G`` of them gives::
     U_agg = max Σ_S p_S f(S)  s.t.  Σ_S p_S |S ∩ G| >= R_G = Σ_{u∈G} r_u  (every G),
                                     Σ_S p_S = 1,  p >= 0,
 
-a relaxation (``U_agg >= U_opt``) with one row per group.  Its prices ``λ_G`` give every
-member the same price, ``λ_u = λ_{G(u)} >= 0``, so ``max_{|S|=k}[f(S) + λ(S)] − λ·r`` is a
-Lagrangian bound on ``U_opt`` like any other, computed by the exact accuracy pricing.  Only
-the bound is used: a solution of the aggregated LP need not be a real distribution (it may
-put equal-size workers together more often than their own floors allow).
+a relaxation (``U_agg >= U_opt``) with one row per group; its solution may put equal-size
+workers together more often than their own floors allow.  Gale's inequalities
+``Σ_S p_S min(|S ∩ G|, j) >= F_G(j)`` (the ``j`` largest floors of ``G``;
+:mod:`fairsched.lp.gale`) hold for every real distribution meeting ``r``, and all of them
+together say exactly when the members can be placed: added lazily (those the master's
+solution violates), the LP stays a relaxation, and a master solution violating none is a
+real distribution's value, which :func:`fairsched.lp.gale.realise` writes out.  The duals
+(``λ_G`` on the group rows, ``π`` on the cuts) are per-worker prices by floor rank
+(:func:`worker_prices`), so ``max_{|S|=k}[f(S) + λ(S)] − λ·r`` is a Lagrangian bound on
+``U_opt`` like any other, computed by the exact accuracy pricing.
 
-**The loop** is column generation on that LP, its master one HiGHS model with columns
-appended (warm-started simplex; ``|S ∩ G|`` as coefficients), stabilised by Wentges
-smoothing with the self-adjusting ``α`` of Pessoa, Sadykov, Uchoa and Vanderbeck,
-"Automation and combination of linear-programming based stabilization techniques in column
-generation" (INFORMS J. Computing, 2018; :class:`fairsched.solvers.colgen.Smoothing`):
-pricing at ``α·λ_in + (1 − α)·λ_out``, the centre ``λ_in`` the prices of the best bound.
-Without smoothing (SciPy's HiGHS re-solving the master each time, Kelley's cutting planes)
-the same draw needed 400 iterations and 301 s to bring the bound to 0.903690466; here the
-bound 0.903690529, which certifies 1e-6 against column generation's value, took 145
-iterations and 41.8 s (``benchmarks/README.md``, "Two size classes: the bound of the size
-groups in ``optimum``").
+**The loop** is column generation on that LP, its master one HiGHS model with columns and
+cut rows appended (warm-started simplex; ``|S ∩ G|`` and ``min(|S ∩ G|, j)`` as
+coefficients), stabilised by Wentges smoothing with the self-adjusting ``α`` of Pessoa,
+Sadykov, Uchoa and Vanderbeck, "Automation and combination of linear-programming based
+stabilization techniques in column generation" (INFORMS J. Computing, 2018;
+:class:`fairsched.solvers.colgen.Smoothing`): pricing at ``α·λ_in + (1 − α)·λ_out``, the
+centre ``λ_in`` the prices of the best bound.  Two-class ``n = 10,000, k = 100``, seed 7:
+certified 9.998e-7 after 56 iterations and 509 cuts (``benchmarks/README.md``, "Two size
+classes: the size groups in ``optimum``").
 """
 
 from __future__ import annotations

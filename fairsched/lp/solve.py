@@ -84,14 +84,14 @@ SCHEDULE_SHARE = 0.1
 #: share of the time limit by which the balanced decomposition of an accuracy utility's
 #: starting marginals must end (its work is capped too: about 0.1 s at n = 1,000)
 BALANCE_SHARE = 0.5
-#: without a time limit, the size groups' bound (accuracy, after column generation tails
-#: off) gets at most this many times the time spent before it.  Two-class draws, ``k = 50``:
-#: ``n = 1,000`` certified after 0.24x-1.34x; ``n = 2,000`` seed 8 certified after 6x
-#: (147 s) and at 4x stops at 1.07e-6, seed 7 at 2.68e-6 (with no budget it tailed off at
-#: 1.05e-6 after 17x, 493 s).  With a time limit it may use all of it
+#: without a time limit, the size groups' phase (accuracy, after column generation tails
+#: off) gets at most this many times the time spent before it.  Two-class draws: ``n = 1,000,
+#: k = 50`` certified after 0.6x-1.1x, ``n = 2,000`` seed 8 after 2.1x, ``n = 10,000, k = 100``
+#: seed 7 after 2.5x; ``n = 2,000`` seed 7 stops at 4x with 2.61e-6 (from 1.36e-5).  With a
+#: time limit it may use all of it
 SIZE_GROUP_SHARE = 4.0
-#: ... and stops when it priced nothing below Jensen's bound in this share of that time
-#: (two-class ``n = 10,000``: 10 iterations without a lower bound took 25-46 s, now 17.7 s)
+#: ... and stops when the gap did not shrink at all in this share of that time (and 10
+#: iterations): where the phase finds nothing it costs little
 SIZE_GROUP_PATIENCE = 0.25
 
 Progress = Callable[[int, float, float, float], None]
