@@ -81,17 +81,18 @@ def violated_cuts(counts: sp.csc_array, weights: np.ndarray, groups: np.ndarray,
 
 
 def most_even(r: np.ndarray, total: float) -> np.ndarray:
-    """The most even ``x >= r`` with ``Σ x = total`` (``>= Σ r``): ``x_u = max(r_u, τ)``."""
+    """The most even ``x >= r`` with ``Σ x = total`` (``>= Σ r``): ``x_u = max(r_u, τ)``.
+
+    With the floors sorted, raising the ``i`` smallest to ``τ_i = (total − Σ of the others)/i``
+    is right for the first ``i`` where ``τ_i`` does not pass the next floor (``O(n log n)``)."""
     r = np.asarray(r, dtype=float)
     if total <= r.sum():
         return r.copy()
     ordered = np.sort(r)
-    # τ lies between ordered[i-1] and ordered[i] where i workers are raised to τ
-    for i in range(1, r.size + 1):
-        tau = (total - ordered[i:].sum()) / i
-        if i == r.size or tau <= ordered[i]:
-            return np.maximum(r, tau)
-    return np.maximum(r, total / r.size)  # unreachable
+    others = np.concatenate([np.cumsum(ordered[::-1])[::-1][1:], [0.0]])  # Σ ordered[i:], i = 1..n
+    level = (total - others) / np.arange(1, r.size + 1)
+    fits = level <= np.append(ordered[1:], np.inf)
+    return np.maximum(r, level[int(np.argmax(fits))])
 
 
 def _staircase(lengths: np.ndarray, jobs: np.ndarray) -> list[list[tuple[int, float, float]]] | None:
@@ -161,7 +162,8 @@ def realise(columns: Columns, weights: np.ndarray, groups: np.ndarray, r: np.nda
         members = order[starts[g]:starts[g + 1]]
         x = most_even(r[members], float(c @ p))
         jobs = np.argsort(-x, kind="stable")
-        lengths = np.array([p[c >= t].sum() for t in range(1, int(c.max()) + 1)])
+        mass = np.bincount(c, weights=p)
+        lengths = np.cumsum(mass[::-1])[::-1][1:]  # P(C >= t), t = 1..max c
         schedule = _staircase(lengths, x[jobs])
         if schedule is None:
             return None
