@@ -181,3 +181,15 @@ def test_optimum_reports_the_size_groups_certificate(monkeypatch, seed):
     assert opt.master_fairness_price is None  # the distribution is the realised one
     assert opt.value == pytest.approx(exact.value, rel=1e-9)
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+def test_no_phase_where_sizes_are_nearly_all_distinct(monkeypatch):
+    """Distinct sizes leave one group per worker: the aggregated LP would be the LP over every
+    floor, so ``optimum`` reports column generation's result as it is."""
+    rng = np.random.default_rng(3)
+    problem = Problem(utility=AccuracyUtility(rng.uniform(20.0, 400.0, 14)), k=4,
+                      r=np.round(rng.uniform(0.05, 0.25, 14), 3))
+    stopped_early(monkeypatch)
+    opt = optimum(problem, method="column-generation")
+    assert "groups of equal size" not in opt.message
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)

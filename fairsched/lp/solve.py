@@ -31,7 +31,7 @@ from fairsched.errors import (
     TooLargeError,
 )
 from fairsched.lp.availability import availability_optimum
-from fairsched.lp.floor_groups import floor_groups, grouped_column_generation
+from fairsched.lp.floor_groups import MAX_ROW_SHARE, floor_groups, grouped_column_generation
 from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.balanced import balanced_pool, level_duals
 from fairsched.lp.pricing.exchange import exchange_columns
@@ -319,9 +319,13 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
                       spent: float, progress: Progress | None) -> None:
     """Run :func:`fairsched.lp.size_groups.size_group_bound` after column generation over
     every floor stopped short of the gap, and take its distribution (if worth more) and its
-    bound (if lower) into ``reported``."""
+    bound (if lower) into ``reported``; not where the groups of equal size leave more than
+    :data:`~fairsched.lp.floor_groups.MAX_ROW_SHARE` of the rows."""
+    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    if int(groups.max()) + 1 > MAX_ROW_SHARE * r.size:
+        return  # sizes nearly all distinct: the aggregated LP would be the LP over every floor
     budget = time.perf_counter() + SIZE_GROUP_SHARE * spent
-    sized = size_group_bound(oracle.price, r, size_groups(problem.utility.sizes, relaxation > 0),
+    sized = size_group_bound(oracle.price, r, groups,
                              result.support, result.values, centre=relaxation,
                              centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
                              lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
