@@ -71,8 +71,8 @@ Progress = Callable[[int, float, float, float], None]
 #: ``window`` iterations (two-class ``n = 10,000``: at 0.95 the loop stopped at a gap of 1.0002e-6,
 #: still shrinking by 4.8% every 40 iterations)
 TAILING_OFF = (40, 0.98)
-#: stop when this many iterations priced no bound below the centre's (two-class ``n = 10,000``:
-#: none in 29 iterations, 2.4 s of pricing each, where ``n = 1,000`` improved from the 5th)
+#: stop when the gap did not shrink at all in this many iterations (and the ``patience``
+#: seconds): where the phase finds nothing, it costs little
 NO_PROGRESS = 10
 #: iterations at most
 MAX_ITERATIONS = 2_000
