@@ -193,3 +193,22 @@ def test_no_phase_where_sizes_are_nearly_all_distinct(monkeypatch):
     opt = optimum(problem, method="column-generation")
     assert "groups of equal size" not in opt.message
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+def test_a_failing_phase_leaves_column_generations_result(monkeypatch):
+    """The phase's LP solver failing costs nothing: ``optimum`` reports what column generation
+    reached and says why the phase gave nothing."""
+    import fairsched.lp.size_groups as size_groups_module
+    from fairsched.solvers import SolverError
+
+    def broken(self, time_limit):
+        raise SolverError("HiGHS did not solve the aggregated master (status: test)")
+
+    problem = two_class(0)
+    stopped_early(monkeypatch)
+    monkeypatch.setattr(size_groups_module._AggregatedMaster, "solve", broken)
+    opt = optimum(problem, method="column-generation")
+    assert opt.status == "iteration-limit"
+    assert opt.message.endswith("the LP over groups of equal size failed (HiGHS did not solve the aggregated "
+                                "master (status: test))")
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)

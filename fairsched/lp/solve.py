@@ -325,12 +325,16 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
     if int(groups.max()) + 1 > MAX_ROW_SHARE * r.size:
         return  # sizes nearly all distinct: the aggregated LP would be the LP over every floor
     budget = time.perf_counter() + SIZE_GROUP_SHARE * spent
-    sized = size_group_bound(oracle.price, r, groups,
-                             result.support, result.values, centre=relaxation,
-                             centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
-                             lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
-                             patience=SIZE_GROUP_PATIENCE * spent, progress=progress,
-                             first_iteration=reported.iterations)
+    try:
+        sized = size_group_bound(oracle.price, r, groups,
+                                 result.support, result.values, centre=relaxation,
+                                 centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
+                                 lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
+                                 patience=SIZE_GROUP_PATIENCE * spent, progress=progress,
+                                 first_iteration=reported.iterations)
+    except SolverError as exc:  # column generation's result stands
+        reported.message += f"; the LP over groups of equal size failed ({exc})"
+        return
     reported.iterations += sized.iterations
     changes = []
     if sized.support is not None:
