@@ -50,6 +50,7 @@ import scipy.sparse as sp
 
 from fairsched.instances import load_instance
 from fairsched.lp.floor_groups import _best_distribution as best_distribution, group_counts
+from fairsched.lp.gale import capacities, most_even
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import balanced_pool
 from fairsched.lp.pricing.initial import initial_pool, priority_order
@@ -57,16 +58,6 @@ from fairsched.lp.size_groups import size_groups
 from fairsched.solvers.colgen import reduced_costs, relative_gap
 from fairsched.solvers.columns import Columns
 from fairsched.utilities import AccuracyUtility
-
-
-def water_filled(r: np.ndarray, total: float) -> np.ndarray:
-    """The most even ``x >= r`` with ``Σ x = total >= Σ r``: ``x_u = max(r_u, t)``, ``t`` by
-    bisection (``Σ max(r_u, t)`` increases with ``t``)."""
-    lo, hi = float(r.min()) - 1.0, float(r.max()) + total
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if float(np.maximum(r, mid).sum()) < total else (lo, mid)
-    return np.maximum(r, hi)
 
 
 def realisable(weights: np.ndarray, counts: sp.csr_array, groups: np.ndarray, r: np.ndarray,
@@ -82,10 +73,8 @@ def realisable(weights: np.ndarray, counts: sp.csr_array, groups: np.ndarray, r:
         c = csc.data[lo:hi].astype(np.int64)
         w = weights[csc.indices[lo:hi]]
         size = int(sizes[g])
-        mass = np.bincount(np.minimum(c, size), weights=w, minlength=size + 1)
-        at_least = np.cumsum(mass[::-1])[::-1][1:]  # P(C >= t), t = 1..size
-        capacity = np.cumsum(at_least)  # E[min(C, j)], j = 1..size
-        x = water_filled(r[members[starts[g]:starts[g + 1]]], float(c @ w))
+        capacity = capacities(c, w, size)  # E[min(C, j)], j = 1..size
+        x = most_even(r[members[starts[g]:starts[g + 1]]], float(c @ w))
         demand = np.cumsum(np.sort(x)[::-1])
         short = np.flatnonzero(demand > capacity + tol)
         if short.size:

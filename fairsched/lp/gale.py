@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from fairsched.lp.floor_groups import group_counts
 from fairsched.solvers.columns import Columns
 
 #: slack below a floor, or below a cut's right-hand side, that counts as met
@@ -54,19 +55,27 @@ def ranked_members(groups: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.nd
     return order, starts, rank
 
 
+def at_least(counts: np.ndarray, weights: np.ndarray, size: int | None = None) -> np.ndarray:
+    """``P(C >= t)`` for ``t = 1..size`` (default: the largest count), ``C`` the count
+    distributed as ``weights``."""
+    size = int(counts.max(initial=0)) if size is None else size
+    mass = np.bincount(np.minimum(counts, size), weights=weights, minlength=size + 1)
+    return np.cumsum(mass[::-1])[::-1][1:]
+
+
 def capacities(counts: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     """``E[min(C, j)]`` for ``j = 1..size``, ``C`` the count distributed as ``weights``."""
-    mass = np.bincount(np.minimum(counts, size), weights=weights, minlength=size + 1)
-    at_least = np.cumsum(mass[::-1])[::-1][1:]  # P(C >= t), t = 1..size
-    return np.cumsum(at_least)
+    return np.cumsum(at_least(counts, weights, size))
 
 
 def violated_cuts(counts: sp.csc_array, weights: np.ndarray, groups: np.ndarray, r: np.ndarray,
-                  known: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
+                  known: set[tuple[int, int]],
+                  ranked: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> list[tuple[int, int, float]]:
     """Gale's inequalities ``(g, j, F_g(j))`` not yet in ``known`` that ``weights`` (over the
     sets whose group counts are the rows of ``counts``) violates by more than
-    :data:`TOLERANCE`, in groups of two or more."""
-    order, starts, _ = ranked_members(groups, r)
+    :data:`TOLERANCE`, in groups of two or more (``ranked``: :func:`ranked_members` of
+    ``groups`` and ``r``, when the caller has it)."""
+    order, starts, _ = ranked_members(groups, r) if ranked is None else ranked
     found = []
     sizes = np.diff(starts)
     for g in np.flatnonzero(sizes > 1):
@@ -145,7 +154,7 @@ def realise(columns: Columns, weights: np.ndarray, groups: np.ndarray, r: np.nda
     sizes = np.diff(starts)
     grouped = sizes[groups] > 1
     incidence = sp.csr_array((np.ones(columns.nnz), columns.indices, columns.indptr), shape=(m, n))
-    counts = (incidence @ sp.csr_array((np.ones(n), (np.arange(n), groups)), shape=(n, sizes.size))).tocsc()
+    counts = group_counts(columns, groups, sizes.size).tocsc()
     # the members each set keeps as they are (workers alone in their group)
     keep = (incidence @ sp.diags_array((~grouped).astype(float))).tocsr()
     keep.eliminate_zeros()
@@ -162,9 +171,7 @@ def realise(columns: Columns, weights: np.ndarray, groups: np.ndarray, r: np.nda
         members = order[starts[g]:starts[g + 1]]
         x = most_even(r[members], float(c @ p))
         jobs = np.argsort(-x, kind="stable")
-        mass = np.bincount(c, weights=p)
-        lengths = np.cumsum(mass[::-1])[::-1][1:]  # P(C >= t), t = 1..max c
-        schedule = _staircase(lengths, x[jobs])
+        schedule = _staircase(at_least(c, p), x[jobs])
         if schedule is None:
             return None
         for job, pieces in zip(jobs, schedule):

@@ -99,9 +99,8 @@ class SizeGroupBound:
 
     ``prices`` (n,) are the per-worker prices of the best bound, ``pricing_bound`` the exact
     pricing's ``max_S f(S) + λ(S)`` at them and ``bound = pricing_bound − λ·r`` (``None``,
-    ``inf`` and ``inf`` when no call improved on the centre's); ``aggregated_value`` the last
-    restricted master's value; ``support``, ``probabilities`` and ``value`` the best
-    distribution over actual sets meeting every floor that the loop found (a restricted
+    ``inf`` and ``inf`` when no call improved on the centre's); ``support``,
+    ``probabilities`` and ``value`` the best distribution over actual sets meeting every floor that the loop found (a restricted
     master meeting all of Gale's inequalities, realised by :func:`fairsched.lp.gale.realise`;
     ``None``, ``None`` and ``-inf`` when none beat ``lower``); ``status`` one of
     ``"certified"`` (``bound`` within ``gap`` of the best value), ``"converged"``,
@@ -112,10 +111,8 @@ class SizeGroupBound:
     prices: np.ndarray | None
     pricing_bound: float
     bound: float
-    aggregated_value: float
     status: str
     iterations: int
-    pricing_calls: int
     support: Columns | None = None
     probabilities: np.ndarray | None = None
     value: float = -math.inf
@@ -279,7 +276,8 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
     groups = np.asarray(groups, dtype=np.int64)
     count = int(groups.max()) + 1
     need = np.bincount(groups, weights=r, minlength=count)
-    order, starts, _ = ranked_members(groups, r)
+    ranked = ranked_members(groups, r)
+    order, starts, _ = ranked
     master = _AggregatedMaster(need, r.size)
     master.add(columns, group_counts(columns, groups, count), np.asarray(values, dtype=float))
     seen = set(columns.hashes().tolist())
@@ -289,7 +287,7 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
     improved = False
     realised_value, snapshot = -math.inf, None
     gaps = [relative_gap(lower, best_bound)]
-    status, iteration, calls, value = "iteration-limit", 0, 0, -math.inf
+    status, iteration = "iteration-limit", 0
 
     def left() -> float | None:
         return None if deadline is None else deadline - time.perf_counter()
@@ -303,7 +301,7 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             status = "time-limit"
             break
         value, lam_g, mu, pi = solved
-        cuts = violated_cuts(master.counts(), master.weights, groups, r, master.known)
+        cuts = violated_cuts(master.counts(), master.weights, groups, r, master.known, ranked)
         if cuts:
             master.add_cuts(cuts)
             continue
@@ -318,7 +316,6 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             alpha = smoother.schedule(misprices)
             separation = alpha * best_prices + (1.0 - alpha) * out
             found = price(separation)
-            calls += 1
             if found.exact:
                 bound = float(found.upper_bound) - float(separation @ r)
                 if bound < best_bound:
@@ -363,6 +360,6 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             realised = realised_value
     return SizeGroupBound(prices=best_prices if improved else None,
                           pricing_bound=best_pricing if improved else math.inf,
-                          bound=best_bound if improved else math.inf, aggregated_value=value, status=status,
-                          iterations=iteration, pricing_calls=calls, support=support,
+                          bound=best_bound if improved else math.inf, status=status,
+                          iterations=iteration, support=support,
                           probabilities=probabilities, value=realised, cuts=int(master.cut_group.size))
