@@ -41,3 +41,32 @@ def test_filtered_lagrangian_equals_the_unfiltered_one(shape, monkeypatch):
             # the same top-k values at that slope (the sets may differ only among ties)
             w = eta * sizes[items] + lam[items]
             assert np.allclose(np.sort(w[top]), np.sort(w[plain_top]), rtol=1e-14, atol=0.0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_quick_pricing_bounds_the_maximum_and_prices_its_columns_truly(seed):
+    """``quick`` (no branch and bound): its upper bound is at or above the maximum over every
+    k-set (brute force here), it says ``exact`` only when its best column attains that
+    maximum, and each column's value is ``f`` of the set; ``price`` attains the maximum."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(seed)
+    n, k = 12, 4
+    sizes = np.where(rng.random(n) < 0.3, rng.uniform(300, 900, n), rng.uniform(10, 60, n)).round()
+    utility = AccuracyUtility(sizes)
+    lam = rng.exponential(0.02, n) * (rng.random(n) < 0.7)
+    masks = np.zeros((0, n), dtype=bool)
+    for members in combinations(range(n), k):
+        row = np.zeros((1, n), dtype=bool)
+        row[0, list(members)] = True
+        masks = np.vstack([masks, row])
+    truth = float((utility.values(masks) + masks @ lam).max())
+    pricing = AccuracyPricing(utility, k, max_columns=10)
+    quick, exact = pricing.quick(lam), pricing.price(lam)
+    assert quick.upper_bound >= truth - 1e-12
+    assert exact.exact and exact.upper_bound == pytest.approx(truth, rel=1e-12)
+    assert (quick.columns.sum(axis=1) == k).all()
+    np.testing.assert_allclose(quick.values, utility.values(quick.columns), rtol=1e-14)
+    best = float(quick.values[0] + quick.columns[0] @ lam)
+    if quick.exact:
+        assert best == pytest.approx(truth, rel=1e-12)

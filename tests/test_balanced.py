@@ -117,12 +117,34 @@ def test_bulk_trades_approach_the_target_without_passing_it(data, sizes, target)
     moved = remainder + float(L[out].sum() - L[into].sum())
     low = remainder < target
     assert (remainder <= moved <= target) if low else (target <= moved <= remainder)
-    # maximal: the next pair in the same order would pass the target or not move towards it
+    # maximal: the next pair in the same order would pass the target or not move towards it,
+    # once the members (below) or outsiders (above) that pass it traded alone are set aside
     order = members[np.argsort(-L[members] if low else L[members], kind="stable")]
     others = outside if low else outside[::-1]
-    if out.size < min(members.size, others.size):
+    if order.size and others.size:
+        if low:
+            order = order[L[order] - L[others[0]] <= target - remainder]
+        else:
+            others = others[L[order[0]] - L[others] >= target - remainder]
+    assert np.isin(out, order).all() and np.isin(into, others).all()
+    if out.size < min(order.size, others.size):
         step = L[order[out.size]] - L[others[out.size]]
         assert (step <= 0 or moved + step > target) if low else (step >= 0 or moved + step < target)
+
+
+def test_bulk_trades_go_round_a_member_too_large_to_trade():
+    """A member of size 19,265 among members of 180 with ``R`` 1,500 short of the target: the
+    giant for the smallest outsider alone would pass the target by far, so it stays and the
+    small members are traded (two-class draws: stopping at it left each step to single swaps)."""
+    L = np.array([19_265.0] + [180.0] * 10 + [30.0] * 20)
+    members, outside = np.arange(11), np.arange(11, 31)
+    out, into = _towards(L, members, outside, -1_500.0, 100.0)
+    assert 0 not in out and out.size == 10 and into.size == 10
+    assert -1_500.0 + float(L[out].sum() - L[into].sum()) == 0.0
+    # above the target, an outsider too large to take in is left out
+    L2 = np.array([50.0] * 5 + [19_265.0] + [150.0] * 10)
+    out2, into2 = _towards(L2, np.arange(5), np.arange(5, 16)[np.argsort(L2[5:], kind="stable")], 1_000.0, 500.0)
+    assert 5 not in into2 and out2.size == 5 and 1_000.0 + float(L2[out2].sum() - L2[into2].sum()) == 500.0
 
 
 @settings(max_examples=300, deadline=None)

@@ -74,6 +74,9 @@ TAILING_OFF = (40, 0.98)
 #: stop when the gap did not shrink at all in this many iterations (and the ``patience``
 #: seconds): where the phase finds nothing, it costs little
 NO_PROGRESS = 10
+#: with a quick pricing, the exact one prices every this many iterations (and wherever the quick
+#: one finds no column)
+EXACT_EVERY = 5
 #: iterations at most
 MAX_ITERATIONS = 2_000
 #: reduced cost a column needs to enter, relative to ``max(1, |U|)``
@@ -252,7 +255,9 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
                      columns: Columns, values: np.ndarray, *, centre: np.ndarray, centre_pricing_bound: float,
                      lower: float, gap: float, deadline: float | None = None,
                      patience: float | None = None, progress: Progress | None = None,
-                     first_iteration: int = 0, max_iterations: int = MAX_ITERATIONS) -> SizeGroupBound:
+                     first_iteration: int = 0, max_iterations: int = MAX_ITERATIONS,
+                     primal_columns: Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]] | None = None,
+                     quick: Callable[[np.ndarray], PricingResult] | None = None) -> SizeGroupBound:
     """Column generation on the LP over groups of equal size with Gale's inequalities (module
     docstring) from the sets ``columns`` (worth ``values``; they must meet every group's sum
     ``R_G``, as the sets of a distribution meeting ``r`` do), for the lowest Lagrangian bound
@@ -312,26 +317,30 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
         tol = ENTER_TOLERANCE * max(1.0, abs(value))
         out = worker_prices(lam_g, pi, master.cut_group, master.cut_size, groups, order, starts)
         misprices = 0
+        oracles = (quick, price) if quick is not None and iteration % EXACT_EVERY else (price,)
         while True:
             alpha = smoother.schedule(misprices)
             separation = alpha * best_prices + (1.0 - alpha) * out
-            found = price(separation)
-            if found.exact:
-                bound = float(found.upper_bound) - float(separation @ r)
-                if bound < best_bound:
-                    best_prices, best_pricing, best_bound, improved = separation, float(found.upper_bound), bound, True
-            masks, found_values, objective = reduced_costs(found, separation, 0.0)
-            if masks.shape[0]:
-                smoother.adapt(best_prices, out, masks[int(np.argmax(objective))].astype(float), r)
-            priced = Columns.from_masks(masks)
-            counts = group_counts(priced, groups, count)
-            reduced = found_values + master.column_rewards(counts, lam_g, pi) - mu
-            hashes = priced.hashes().tolist()
-            fresh: dict[int, int] = {}
-            for j in np.argsort(-reduced, kind="stable"):
-                if reduced[j] > tol and hashes[j] not in seen and hashes[j] not in fresh:
-                    fresh[hashes[j]] = int(j)
-            entering = np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh))
+            for oracle in oracles:  # the exact pricing where the quick one finds no column
+                found = oracle(separation)
+                if math.isfinite(found.upper_bound):  # certified, if not always tight
+                    bound = float(found.upper_bound) - float(separation @ r)
+                    if bound < best_bound:
+                        best_prices, best_pricing, best_bound, improved = separation, float(found.upper_bound), bound, True
+                masks, found_values, objective = reduced_costs(found, separation, 0.0)
+                if masks.shape[0]:
+                    smoother.adapt(best_prices, out, masks[int(np.argmax(objective))].astype(float), r)
+                priced = Columns.from_masks(masks)
+                counts = group_counts(priced, groups, count)
+                reduced = found_values + master.column_rewards(counts, lam_g, pi) - mu
+                hashes = priced.hashes().tolist()
+                fresh: dict[int, int] = {}
+                for j in np.argsort(-reduced, kind="stable"):
+                    if reduced[j] > tol and hashes[j] not in seen and hashes[j] not in fresh:
+                        fresh[hashes[j]] = int(j)
+                entering = np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh))
+                if entering.size:
+                    break
             if entering.size or alpha == 0.0:
                 break
             misprices += 1
@@ -352,6 +361,20 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             break
         seen.update(hashes[j] for j in entering)
         master.add(priced.take(entering), counts[entering], found_values[entering])
+        if primal_columns is not None:
+            used = np.flatnonzero(master.weights > 0)
+            traded, traded_values = primal_columns(master.columns(master.weights.size).take(used), master.weights[used])
+            if len(traded):
+                traded_counts = group_counts(traded, groups, count)
+                gain = traded_values + master.column_rewards(traded_counts, lam_g, pi) - mu
+                traded_hashes = traded.hashes().tolist()
+                keep = []
+                for j in np.argsort(-gain, kind="stable").tolist():
+                    if gain[j] > tol and traded_hashes[j] not in seen:
+                        seen.add(traded_hashes[j])
+                        keep.append(j)
+                if keep:
+                    master.add(traded.take(np.array(keep)), traded_counts[np.array(keep)], traded_values[keep])
     support, probabilities, realised = None, None, -math.inf
     if snapshot is not None and realised_value > lower:
         made = realise(master.columns(snapshot.size), snapshot / snapshot.sum(), groups, r)

@@ -85,11 +85,16 @@ SCHEDULE_SHARE = 0.1
 #: starting marginals must end (its work is capped too: about 0.1 s at n = 1,000)
 BALANCE_SHARE = 0.5
 #: without a time limit, the size groups' phase (accuracy, after column generation tails
-#: off) gets at most this many times the time spent before it.  Two-class draws: ``n = 1,000,
+#: off) gets at most this many times the time spent before it, or :data:`SIZE_GROUP_SECONDS`
+#: if more.  Two-class draws (session 57, the start then 45 s at ``n = 10,000``): ``n = 1,000,
 #: k = 50`` certified after 0.6x-1.1x, ``n = 2,000`` seed 8 after 2.1x, ``n = 10,000, k = 100``
 #: seed 7 after 2.5x; ``n = 2,000`` seed 7 stops at 4x with 2.61e-6 (from 1.36e-5).  With a
 #: time limit it may use all of it
 SIZE_GROUP_SHARE = 4.0
+#: ... and at least this many seconds: with the start's fit of bimodal sizes 4.5 times as fast
+#: (10 s at ``n = 10,000``), 4x the time before stopped seed 7 at 1.02e-6 after 82 s of the
+#: phase, its gap still shrinking
+SIZE_GROUP_SECONDS = 120.0
 #: ... and stops when the gap did not shrink at all in this share of that time (and 10
 #: iterations): where the phase finds nothing it costs little
 SIZE_GROUP_PATIENCE = 0.25
@@ -324,14 +329,15 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
     groups = size_groups(problem.utility.sizes, relaxation > 0)
     if int(groups.max()) + 1 > MAX_ROW_SHARE * r.size:
         return  # sizes nearly all distinct: the aggregated LP would be the LP over every floor
-    budget = time.perf_counter() + SIZE_GROUP_SHARE * spent
+    budget = time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
     try:
         sized = size_group_bound(oracle.price, r, groups,
                                  result.support, result.values, centre=relaxation,
                                  centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
                                  lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
                                  patience=SIZE_GROUP_PATIENCE * spent, progress=progress,
-                                 first_iteration=reported.iterations)
+                                 first_iteration=reported.iterations, primal_columns=_trades(problem.utility),
+                                 quick=getattr(oracle, "quick", None))
     except SolverError as exc:  # column generation's result stands
         reported.message += f"; the LP over groups of equal size failed ({exc})"
         return
@@ -362,7 +368,7 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
 def _phase_end(status: str, deadline: float | None) -> str:
     """How the size groups' phase ended, its own time budget told apart from the time limit."""
     if status == "time-limit" and (deadline is None or time.perf_counter() < deadline):
-        return f"its budget of {SIZE_GROUP_SHARE:g}x the time before it"
+        return f"its budget (the larger of {SIZE_GROUP_SHARE:g}x the time before it and {SIZE_GROUP_SECONDS:g} s)"
     return status
 
 
