@@ -28,8 +28,9 @@ because ``Σ y`` is an integer: the vertex is the mixture ``y_a·1_{A+a} + y_b·
    last step's ``A`` stopped at 3e-8), changed until the remainder
    ``R = Σ_{fractional} L_u y_u − L(A)`` lies in the middle half of the other fractional
    workers' sizes, where consecutive sizes are close (far from it, by trading members of
-   extreme size for outsiders of the opposite extreme, many pairs at once; near it, by
-   single swaps of the pair that brings ``R`` nearest the middle size); then the pair
+   extreme size for outsiders of the opposite extreme, many pairs at once, leaving out a
+   member or outsider whose trade alone would pass the middle; near it, by single swaps of
+   the pair that brings ``R`` nearest the middle size; the two alternate); then the pair
    ``L_b < R <= L_a`` of consecutive sizes among them, with ``v_a = (R − L_b)/(L_a − L_b)``.
    *Large* workers, no two of whom fit in one set of size ``L·x``, enter ``A`` one at a
    time, the largest fractional one first, and are never swapped or paired: while their
