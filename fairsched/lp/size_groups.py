@@ -263,6 +263,16 @@ def worker_prices(lam: np.ndarray, pi: np.ndarray, cut_group: np.ndarray, cut_si
     return prices
 
 
+def _entering(reduced: np.ndarray, hashes: list[int], seen: set[int], tol: float) -> np.ndarray:
+    """Positions of the sets to enter the master, best reduced cost first: reduced cost above
+    ``tol``, not in the master yet (``seen`` holds its sets' hashes) and distinct."""
+    fresh: dict[int, int] = {}
+    for j in np.argsort(-reduced, kind="stable").tolist():
+        if reduced[j] > tol and hashes[j] not in seen and hashes[j] not in fresh:
+            fresh[hashes[j]] = j
+    return np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh))
+
+
 def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray, groups: np.ndarray,
                      columns: Columns, values: np.ndarray, *, centre: np.ndarray, centre_pricing_bound: float,
                      lower: float, gap: float, deadline: float | None = None,
@@ -349,11 +359,7 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
                 counts = group_counts(priced, groups, count)
                 reduced = found_values + master.column_rewards(counts, lam_g, pi) - mu
                 hashes = priced.hashes().tolist()
-                fresh: dict[int, int] = {}
-                for j in np.argsort(-reduced, kind="stable"):
-                    if reduced[j] > tol and hashes[j] not in seen and hashes[j] not in fresh:
-                        fresh[hashes[j]] = int(j)
-                entering = np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh))
+                entering = _entering(reduced, hashes, seen, tol)
                 if entering.size:
                     break
             if entering.size or alpha == 0.0:
@@ -383,13 +389,9 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
                 traded_counts = group_counts(traded, groups, count)
                 gain = traded_values + master.column_rewards(traded_counts, lam_g, pi) - mu
                 traded_hashes = traded.hashes().tolist()
-                keep = []
-                for j in np.argsort(-gain, kind="stable").tolist():
-                    if gain[j] > tol and traded_hashes[j] not in seen:
-                        seen.add(traded_hashes[j])
-                        keep.append(j)
-                if keep:
-                    master.add(traded.take(np.array(keep)), traded_counts[np.array(keep)], traded_values[keep])
+                keep = _entering(gain, traded_hashes, seen, tol)
+                seen.update(traded_hashes[j] for j in keep)
+                master.add(traded.take(keep), traded_counts[keep], traded_values[keep])
     support, probabilities, realised = None, None, -math.inf
     if snapshot is not None and realised_value > lower:
         made = realise(master.columns(snapshot.size), snapshot / snapshot.sum(), groups, r)

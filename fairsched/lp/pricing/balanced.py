@@ -283,8 +283,9 @@ def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, remainder:
     time they needed all :data:`FIT_SWAPS` and more in every step of a class at
     ``n = 100,000``, ``k = 1,000``, whose ``A`` of largest ``y`` was 10^5 too large.
 
-    A member whose trade for the most extreme outsider alone passes the target stays (a
-    worker of size 19,265 among members of 20–200 with ``R`` 12,000 short): the others are
+    A member whose trade for the smallest outsider alone passes the target stays (a worker
+    of size 19,265 among members of 20–200 with ``R`` 12,000 short), and above the target an
+    outsider too large to take in even for the smallest member stays out: the others are
     traded.  Stopping at it instead left every step of two-class draws (5 % of sizes
     5,000–20,000) to single swaps, 64 a step without reaching the band: 45.7 s of
     decomposition at ``n = 10,000``, ``k = 100`` (``benchmarks/README.md``, *Two size
