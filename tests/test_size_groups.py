@@ -220,27 +220,3 @@ def test_a_failing_phase_leaves_column_generations_result(monkeypatch):
     assert opt.message.endswith("the LP over groups of equal size failed (HiGHS did not solve the aggregated "
                                 "master (status: test))")
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
-
-
-@pytest.mark.parametrize("distinct", [False, True], ids=["size-classes", "distinct-sizes"])
-def test_column_generation_hands_over_sooner_only_where_the_phase_may_follow(monkeypatch, distinct):
-    """Where the size groups' phase may follow, column generation over every floor stops once
-    its gap did not halve in 10 iterations (``HAND_OVER``); elsewhere its own tailing-off rule
-    stands."""
-    seen = []
-    real = solve_module.column_generation
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs["tailing_off"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(solve_module, "column_generation", spy)
-    if distinct:
-        rng = np.random.default_rng(3)
-        problem = Problem(utility=AccuracyUtility(rng.uniform(20.0, 400.0, 14)), k=4,
-                          r=np.round(rng.uniform(0.05, 0.25, 14), 3))
-    else:
-        problem = two_class(0)
-    optimum(problem, method="column-generation")
-    assert seen == [solve_module.TAILING_OFF if distinct else solve_module.HAND_OVER]
-    assert solve_module.HAND_OVER[1] < solve_module.TAILING_OFF[1]

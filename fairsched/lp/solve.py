@@ -53,7 +53,6 @@ from fairsched.solvers.colgen import (
     DEFAULT_GAP,
     MASTER_TOLERANCE,
     POOL_NONZEROS,
-    TAILING_OFF,
     PricingResult,
     column_generation,
     relative_gap,
@@ -96,12 +95,6 @@ SIZE_GROUP_SHARE = 4.0
 #: (10 s at ``n = 10,000``), 4x the time before stopped seed 7 at 1.02e-6 after 82 s of the
 #: phase, its gap still shrinking
 SIZE_GROUP_SECONDS = 120.0
-#: where the size groups' phase may follow, column generation over every floor hands over to
-#: it ("tailing-off") once its gap did not halve in this many iterations, instead of its own
-#: :data:`~fairsched.solvers.colgen.TAILING_OFF`.  Two-class ``n = 1,000, k = 20`` seed 7: column
-#: generation's gap shrank by a third every 20 iterations of 2–3 s (1.8e-6 after 278 s,
-#: still running), while the phase after one iteration certified in 49.7 s
-HAND_OVER = (10, 0.5)
 #: ... and stops when the gap did not shrink at all in this share of that time (and 10
 #: iterations): where the phase finds nothing it costs little
 SIZE_GROUP_PATIENCE = 0.25
@@ -326,24 +319,16 @@ class _Reported:
     iterations: int
 
 
-def _phase_groups(problem: Problem, oracle: object, relaxation: np.ndarray | None) -> np.ndarray | None:
-    """The size groups of :func:`_size_group_phase` where it may run (accuracy without caps,
-    exact pricing, the relaxation's prices known, the groups of equal size leaving at most
-    :data:`~fairsched.lp.floor_groups.MAX_ROW_SHARE` of the rows), else None."""
-    if (type(problem.utility) is not AccuracyUtility or problem.caps is not None or relaxation is None
-            or not oracle.exact):
-        return None
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    # sizes nearly all distinct: the aggregated LP would be the LP over every floor
-    return groups if int(groups.max()) + 1 <= MAX_ROW_SHARE * problem.n else None
-
-
 def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxation: np.ndarray,
-                      groups: np.ndarray, result: object, reported: _Reported, *, gap: float,
-                      deadline: float | None, spent: float, progress: Progress | None) -> None:
-    """Run :func:`fairsched.lp.size_groups.size_group_bound` over ``groups`` after column
-    generation over every floor stopped short of the gap, and take its distribution (if worth
-    more) and its bound (if lower) into ``reported``."""
+                      result: object, reported: _Reported, *, gap: float, deadline: float | None,
+                      spent: float, progress: Progress | None) -> None:
+    """Run :func:`fairsched.lp.size_groups.size_group_bound` after column generation over
+    every floor stopped short of the gap, and take its distribution (if worth more) and its
+    bound (if lower) into ``reported``; not where the groups of equal size leave more than
+    :data:`~fairsched.lp.floor_groups.MAX_ROW_SHARE` of the rows."""
+    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    if int(groups.max()) + 1 > MAX_ROW_SHARE * r.size:
+        return  # sizes nearly all distinct: the aggregated LP would be the LP over every floor
     budget = time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
     try:
         sized = size_group_bound(oracle.price, r, groups,
@@ -519,14 +504,12 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     guesses = [relaxation] if relaxation is not None and not known else []
     if class_prices is not None:
         guesses.extend(class_prices)
-    phase_groups = _phase_groups(problem, oracle, relaxation)
     try:
         result = column_generation(pool.values, pool.columns, r, oracle, gap=gap, deadline=deadline,
                                    progress=progress, dual_guesses=guesses, known_bounds=known,
                                    heuristic=heuristic,
                                    start_probabilities=pool.probabilities, caps=problem.caps,
-                                   primal_columns=trades,
-                                   tailing_off=TAILING_OFF if phase_groups is None else HAND_OVER)
+                                   primal_columns=trades)
     except InfeasibleLPError as exc:
         raise InfeasibleError(f"infeasible: {exc}") from None
     except SolverError as exc:
@@ -541,11 +524,12 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                          pricing_bound=float(result.pricing_bound), master_fairness_price=result.master_fairness_price,
                          status=result.status, message=result.message,
                          iterations=int(result.iterations) + grouped_iterations)
-    if phase_groups is not None and reported.status in ("tailing-off", "stalled", "iteration-limit"):
+    if (type(problem.utility) is AccuracyUtility and problem.caps is None and relaxation is not None
+            and oracle.exact and reported.status in ("tailing-off", "stalled", "iteration-limit")):
         # Jensen's bound, out of reach of any distribution when sizes come in classes, and a
         # degenerate master: the LP over equal-size groups prices lower and climbs (size_groups)
-        _size_group_phase(problem, oracle, r, relaxation, phase_groups, result, reported, gap=gap,
-                          deadline=deadline, spent=time.perf_counter() - start, progress=progress)
+        _size_group_phase(problem, oracle, r, relaxation, result, reported, gap=gap, deadline=deadline,
+                          spent=time.perf_counter() - start, progress=progress)
     order = np.argsort(-reported.probabilities, kind="stable")
     sets = reported.support.to_sets()
     return Optimum(
