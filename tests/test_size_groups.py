@@ -220,3 +220,32 @@ def test_a_failing_phase_leaves_column_generations_result(monkeypatch):
     assert opt.message.endswith("the LP over groups of equal size failed (HiGHS did not solve the aggregated "
                                 "master (status: test))")
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_the_phase_starts_from_column_generations_certificate(monkeypatch, seed):
+    """The phase's smoothing starts at the prices of the best bound column generation met,
+    with that bound (at most Jensen's, whose prices it priced first), and what ``optimum``
+    reports is still certified by brute force at its prices."""
+    problem = two_class(seed)
+    results, centres = [], []
+    real_cg, real_phase = solve_module.column_generation, solve_module.size_group_bound
+
+    def after_one(*args, **kwargs):
+        kwargs["max_iterations"] = 1
+        results.append(real_cg(*args, **kwargs))
+        return results[-1]
+
+    def spy(*args, **kwargs):
+        centres.append((kwargs["centre"], kwargs["centre_pricing_bound"]))
+        return real_phase(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "column_generation", after_one)
+    monkeypatch.setattr(solve_module, "size_group_bound", spy)
+    opt = optimum(problem, method="column-generation")
+    (centre, bound), = centres
+    np.testing.assert_array_equal(centre, results[0].fairness_price)
+    assert bound == results[0].pricing_bound
+    oracle, relaxation, at_relaxation = jensen(problem)
+    assert bound - float(centre @ problem.r) <= at_relaxation - float(relaxation @ problem.r) + 1e-12
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)

@@ -331,9 +331,10 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
         return  # sizes nearly all distinct: the aggregated LP would be the LP over every floor
     budget = time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
     try:
+        centre, centre_pricing_bound = _centre(oracle, relaxation, result)
         sized = size_group_bound(oracle.price, r, groups,
-                                 result.support, result.values, centre=relaxation,
-                                 centre_pricing_bound=_pricing_bound_at(oracle, relaxation, result),
+                                 result.support, result.values, centre=centre,
+                                 centre_pricing_bound=centre_pricing_bound,
                                  lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
                                  patience=SIZE_GROUP_PATIENCE * spent, progress=progress,
                                  first_iteration=reported.iterations, primal_columns=_trades(problem.utility),
@@ -372,12 +373,15 @@ def _phase_end(status: str, deadline: float | None) -> str:
     return status
 
 
-def _pricing_bound_at(oracle: object, prices: np.ndarray, result: object) -> float:
-    """The exact pricing bound at ``prices``: the result's own certificate where that is at
-    them (as it is when the bound column generation reached is the relaxation's), else priced."""
-    if np.array_equal(np.asarray(result.fairness_price), prices) and math.isfinite(result.pricing_bound):
-        return float(result.pricing_bound)
-    return float(oracle.price(prices).upper_bound)
+def _centre(oracle: object, relaxation: np.ndarray, result: object) -> tuple[np.ndarray, float]:
+    """The prices the size groups' phase starts its smoothing from, with their exact pricing
+    bound: column generation's certificate (the best bound it met; it priced the relaxation's
+    prices first, so that is at most Jensen's), else the relaxation's prices, priced.  From
+    Jensen's bound instead, the phase's own gap, which its stopping rules watch, ignored what
+    column generation had already certified."""
+    if math.isfinite(result.pricing_bound):
+        return np.asarray(result.fairness_price, dtype=float), float(result.pricing_bound)
+    return relaxation, float(oracle.price(relaxation).upper_bound)
 
 
 def _joined_start(pool: StartingPool, other: StartingPool | None, r: np.ndarray,
