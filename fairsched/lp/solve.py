@@ -374,8 +374,8 @@ def _phase_end(status: str, deadline: float | None) -> str:
 
 
 def _centre(oracle: object, relaxation: np.ndarray, result: object) -> tuple[np.ndarray, float]:
-    """The prices the size groups' phase starts its smoothing from, with their exact pricing
-    bound: column generation's certificate (the best bound it met; it priced the relaxation's
+    """The prices the size groups' phase starts its smoothing from, with their certified
+    pricing bound: column generation's certificate (the best bound it met; it priced the relaxation's
     prices first, so that is at most Jensen's), else the relaxation's prices, priced.  From
     Jensen's bound instead, the phase's own gap, which its stopping rules watch, ignored what
     column generation had already certified."""
