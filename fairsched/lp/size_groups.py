@@ -145,6 +145,7 @@ class _AggregatedMaster:
         self.parts: list[Columns] = []
         self.count_parts: list[sp.csr_array] = []
         self._counts: sp.csc_array | None = None
+        self._columns: Columns | None = None
         self.cut_group = np.zeros(0, dtype=np.int64)
         self.cut_size = np.zeros(0, dtype=np.int64)
         self.known: set[tuple[int, int]] = set()
@@ -200,7 +201,7 @@ class _AggregatedMaster:
             raise SolverError("HiGHS rejected new columns of the aggregated master")
         self.parts.append(columns)
         self.count_parts.append(counts.tocsr())
-        self._counts = None
+        self._counts = self._columns = None
 
     def add_cuts(self, cuts: list[tuple[int, int, float]]) -> None:
         """Gale's inequalities ``(G, j, F_G(j))`` as rows over every column so far."""
@@ -242,9 +243,12 @@ class _AggregatedMaster:
         return (value, np.clip(-row_dual[:g], 0.0, None), float(row_dual[g]),
                 np.clip(-row_dual[g + 1:], 0.0, None))
 
-    def columns(self, count: int) -> Columns:
-        """The first ``count`` columns."""
-        return Columns.concatenate(self.parts, self.n).take(np.arange(count))
+    def columns(self, index: np.ndarray) -> Columns:
+        """The columns at positions ``index`` (the parts are joined once per batch added, not
+        on every call: the exchange columns ask each iteration)."""
+        if self._columns is None:
+            self._columns = Columns.concatenate(self.parts, self.n)
+        return self._columns.take(index)
 
 
 def worker_prices(lam: np.ndarray, pi: np.ndarray, cut_group: np.ndarray, cut_size: np.ndarray,
@@ -341,6 +345,14 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
         iteration += 1
         tol = ENTER_TOLERANCE * max(1.0, abs(value))
         out = worker_prices(lam_g, pi, master.cut_group, master.cut_size, groups, order, starts)
+
+        def candidates(sets: Columns, set_values: np.ndarray) -> tuple[sp.csr_array, list[int], np.ndarray]:
+            """Group counts and hashes of ``sets``, and which of them enter (:func:`_entering`
+            on their reduced cost in this master)."""
+            set_counts = group_counts(sets, groups, count)
+            reduced = set_values + master.column_rewards(set_counts, lam_g, pi) - mu
+            set_hashes = sets.hashes().tolist()
+            return set_counts, set_hashes, _entering(reduced, set_hashes, seen, tol)
         misprices = 0
         oracles = (quick, price) if quick is not None and iteration % EXACT_EVERY else (price,)
         while True:
@@ -356,10 +368,7 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
                 if masks.shape[0]:
                     smoother.adapt(best_prices, out, masks[int(np.argmax(objective))].astype(float), r)
                 priced = Columns.from_masks(masks)
-                counts = group_counts(priced, groups, count)
-                reduced = found_values + master.column_rewards(counts, lam_g, pi) - mu
-                hashes = priced.hashes().tolist()
-                entering = _entering(reduced, hashes, seen, tol)
+                counts, hashes, entering = candidates(priced, found_values)
                 if entering.size:
                     break
             if entering.size or alpha == 0.0:
@@ -384,17 +393,14 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
         master.add(priced.take(entering), counts[entering], found_values[entering])
         if primal_columns is not None:
             used = np.flatnonzero(master.weights > 0)
-            traded, traded_values = primal_columns(master.columns(master.weights.size).take(used), master.weights[used])
+            traded, traded_values = primal_columns(master.columns(used), master.weights[used])
             if len(traded):
-                traded_counts = group_counts(traded, groups, count)
-                gain = traded_values + master.column_rewards(traded_counts, lam_g, pi) - mu
-                traded_hashes = traded.hashes().tolist()
-                keep = _entering(gain, traded_hashes, seen, tol)
+                traded_counts, traded_hashes, keep = candidates(traded, traded_values)
                 seen.update(traded_hashes[j] for j in keep)
                 master.add(traded.take(keep), traded_counts[keep], traded_values[keep])
     support, probabilities, realised = None, None, -math.inf
     if snapshot is not None and realised_value > lower:
-        made = realise(master.columns(snapshot.size), snapshot / snapshot.sum(), groups, r)
+        made = realise(master.columns(np.arange(snapshot.size)), snapshot / snapshot.sum(), groups, r)
         if made is not None:
             support, probabilities = made
             realised = realised_value
