@@ -26,8 +26,10 @@ the whole of the longest place ``t + 1`` it covers and the end of place ``t``, s
 free parts stay prefixes ``[0, ℓ)`` sorted by length (Schmidt, "Scheduling on semi-identical
 processors", *Z. Oper. Res.* 28, 1984, for staircases of machine availability).  Each job
 makes at most one break, so the distribution has at most ``Σ_G |G|`` more sets than ``p``.
-The result is checked (every set keeps its size, every floor is met); a failure returns
-``None``, never a wrong distribution.
+A group whose inequality the LP's solution violates within round-off (at most :data:`REPAIR`,
+its solver's tolerance) has its jobs trimmed to fit first.  The result is checked (every set
+keeps its size, every floor is met to 1e-9); a failure returns ``None``, never a wrong
+distribution.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ from fairsched.solvers.columns import Columns
 
 #: slack below a floor, or below a cut's right-hand side, that counts as met
 TOLERANCE = 1e-10
+#: a group's Gale inequality violated by at most this much is repaired in :func:`realise` (the
+#: jobs' lengths moved to later jobs, the floors then checked to 1e-9): the LP solver meets a
+#: row it knows only to its feasibility tolerance, on its scaled model.  A two-class draw
+#: (``n = 3,000``, ``k = 50``) lost the phase's distribution to a violation of 1.15e-10
+REPAIR = 1e-9
 
 
 def ranked_members(groups: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -102,6 +109,22 @@ def most_even(r: np.ndarray, total: float) -> np.ndarray:
     level = (total - others) / np.arange(1, r.size + 1)
     fits = level <= np.append(ordered[1:], np.inf)
     return np.maximum(r, level[int(np.argmax(fits))])
+
+
+def _fitted(jobs: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """``jobs`` (non-increasing) meeting Gale's condition on the places ``lengths``: no ``j``
+    longest jobs longer together than the ``j`` longest places (all places, beyond their
+    number).  Where some ``j`` exceed them by at most :data:`REPAIR`, the prefix sums are cut
+    to the places' (``min`` of both, still non-decreasing), which moves that much of a job's
+    length to the later ones or drops it at the end; ``None`` where they exceed by more."""
+    need = np.cumsum(jobs)
+    room = np.cumsum(lengths)[np.minimum(np.arange(jobs.size), lengths.size - 1)]
+    excess = float((need - room).max(initial=0.0))
+    if excess <= TOLERANCE:
+        return jobs
+    if excess > REPAIR:
+        return None
+    return np.diff(np.minimum(need, room), prepend=0.0)
 
 
 def _staircase(lengths: np.ndarray, jobs: np.ndarray) -> list[list[tuple[int, float, float]]] | None:
@@ -173,7 +196,9 @@ def realise(columns: Columns, weights: np.ndarray, groups: np.ndarray, r: np.nda
         members = order[starts[g]:starts[g + 1]]
         x = most_even(r[members], float(c @ p))
         jobs = np.argsort(-x, kind="stable")
-        schedule = _staircase(at_least(c, p), x[jobs])
+        lengths = at_least(c, p)
+        fitted = _fitted(x[jobs], lengths)
+        schedule = None if fitted is None else _staircase(lengths, fitted)
         if schedule is None:
             return None
         for job, pieces in zip(jobs, schedule):
