@@ -4,6 +4,7 @@ solved over every k-set, and a brute-force maximisation at the reported prices."
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -249,3 +250,125 @@ def test_the_phase_starts_from_column_generations_certificate(monkeypatch, seed)
     oracle, relaxation, at_relaxation = jensen(problem)
     assert bound - float(centre @ problem.r) <= at_relaxation - float(relaxation @ problem.r) + 1e-12
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+@pytest.mark.parametrize("distinct", [False, True], ids=["size-classes", "distinct-sizes"])
+def test_column_generation_hands_over_sooner_only_where_the_phase_may_follow(monkeypatch, distinct):
+    """Where the size groups' phase may follow, column generation over every floor stops once
+    its gap did not halve in 10 iterations (``HAND_OVER``); elsewhere its own tailing-off rule
+    stands."""
+    seen = []
+    real = solve_module.column_generation
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["tailing_off"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "column_generation", spy)
+    if distinct:
+        rng = np.random.default_rng(3)
+        problem = Problem(utility=AccuracyUtility(rng.uniform(20.0, 400.0, 14)), k=4,
+                          r=np.round(rng.uniform(0.05, 0.25, 14), 3))
+    else:
+        problem = two_class(0)
+    optimum(problem, method="column-generation")
+    assert seen[0] == (solve_module.TAILING_OFF if distinct else solve_module.HAND_OVER)
+    assert solve_module.HAND_OVER[1] < solve_module.TAILING_OFF[1]
+
+
+def handed_over_at_once(monkeypatch, phase_iterations: int | None) -> tuple[list, list]:
+    """Column generation's first call hands over after its first iteration (relabelled
+    ``"tailing-off"``, as under ``HAND_OVER``), the phase runs at most ``phase_iterations`` iterations towards a gap of
+    0 (``None``:
+    its time budget is already spent); returns the calls to column generation (keyword
+    arguments and result) and the phase's results."""
+    calls, phases = [], []
+    real_cg, real_phase = solve_module.column_generation, solve_module.size_group_bound
+
+    def spy_cg(*args, **kwargs):
+        if calls:
+            result = real_cg(*args, **kwargs)
+        else:  # these small draws need two iterations: one, and "tailing-off" as if handed over
+            result = dataclasses.replace(real_cg(*args, **dict(kwargs, max_iterations=1)), status="tailing-off")
+        calls.append((dict(kwargs, values=args[0], members=args[1]), result))
+        return result
+
+    def spy_phase(*args, **kwargs):
+        if phase_iterations is None:
+            kwargs["deadline"] = time.perf_counter() - 1.0
+        else:  # and it does not certify (these small draws would in its first iteration)
+            kwargs["max_iterations"], kwargs["gap"] = phase_iterations, 0.0
+        phases.append(real_phase(*args, **kwargs))
+        return phases[-1]
+
+    monkeypatch.setattr(solve_module, "column_generation", spy_cg)
+    monkeypatch.setattr(solve_module, "size_group_bound", spy_phase)
+    return calls, phases
+
+
+@pytest.mark.parametrize("seed", [5, 17, 18])  # the draws whose phase stops short in one iteration
+def test_column_generation_resumes_where_the_phase_stops_short(monkeypatch, seed):
+    """Handed over early, and the phase stopping on its own short of the gap: column generation
+    over every floor resumes, with its own rule, from the best distribution and bound so far,
+    and what ``optimum`` reports is certified (by brute force at its prices) and equals
+    enumeration."""
+    problem = two_class(seed)
+    calls, phases = handed_over_at_once(monkeypatch, phase_iterations=1)
+    opt = optimum(problem, method="column-generation")
+    (first, handed), (second, resumed) = calls
+    assert handed.status == "tailing-off" and phases[0].status != "certified"
+    assert second["tailing_off"] == solve_module.TAILING_OFF
+    # it starts from the better distribution of the two sides, and the lower bound
+    start_value = float(second["start_probabilities"] @ second["values"])
+    assert start_value >= max(handed.value, phases[0].value) - 1e-12
+    (prices, pricing_bound), = second["known_bounds"]
+    assert pricing_bound - float(prices @ problem.r) <= min(handed.upper_bound, phases[0].bound) + 1e-12
+    assert opt.status == "optimal"
+    assert opt.message.startswith("optimal: column generation over every floor, resumed after the LP over groups")
+    assert opt.iterations >= handed.iterations + phases[0].iterations + resumed.iterations
+    exact = optimum(problem, method="enumeration")
+    assert opt.value == pytest.approx(exact.value, rel=1e-9)
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+def test_no_resume_after_the_phase_spent_its_budget(monkeypatch):
+    """A phase stopped by its own time budget has used the time it was given: column
+    generation does not resume, and the result is still certified as far as it goes."""
+    problem = two_class(0)
+    calls, phases = handed_over_at_once(monkeypatch, phase_iterations=None)
+    opt = optimum(problem, method="column-generation")
+    assert len(calls) == 1 and phases[0].status == "time-limit"
+    assert "its budget" in opt.message
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+def two_size_classes(seed: int, n: int = 300, k: int = 20) -> Problem:
+    """5 % large workers (sizes 5,000–20,000, floor 0.001) among small ones (20–200), floors
+    scaled to ``Σ r = 0.85·k``: the phase needs tens of iterations here."""
+    rng = np.random.default_rng(seed)
+    large = rng.random(n) < 0.05
+    sizes = np.where(large, rng.uniform(5000, 20000, n), rng.uniform(20, 200, n)).round()
+    r = np.where(large, 0.001, rng.uniform(0, 2, n))
+    r[~large] *= (0.85 * k - r[large].sum()) / r[~large].sum()
+    return Problem(utility=AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+
+
+@pytest.mark.parametrize("patience", [None, 0.0, 3600.0])
+def test_the_phase_tails_off_only_after_its_patience(monkeypatch, patience):
+    """Both tailing-off rules wait ``patience`` seconds: with a rule that would stop any loop
+    after its first iteration, the phase stops there without patience and runs on to its
+    iteration limit with an hour of it."""
+    import fairsched.lp.size_groups as size_groups_module
+
+    monkeypatch.setattr(size_groups_module, "TAILING_OFF", (1, 1e-12))
+    problem = two_size_classes(0)
+    oracle, relaxation, at_relaxation = jensen(problem)
+    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    start = initial_pool(problem.utility, problem.k, problem.r)
+    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values, centre=relaxation,
+                             centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9,
+                             patience=patience, max_iterations=4)
+    if patience == 3600.0:
+        assert (found.status, found.iterations) == ("iteration-limit", 4)
+    else:
+        assert (found.status, found.iterations) == ("tailing-off", 1)
