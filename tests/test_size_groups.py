@@ -276,18 +276,20 @@ def test_column_generation_hands_over_sooner_only_where_the_phase_may_follow(mon
     assert solve_module.HAND_OVER[1] < solve_module.TAILING_OFF[1]
 
 
-def handed_over_at_once(monkeypatch, phase_iterations: int | None) -> tuple[list, list]:
+def handed_over_at_once(monkeypatch, phase_iterations: int | None,
+                        budget_spent_on_resume: bool = False) -> tuple[list, list]:
     """Column generation's first call hands over after its first iteration (relabelled
-    ``"tailing-off"``, as under ``HAND_OVER``), the phase runs at most ``phase_iterations`` iterations towards a gap of
-    0 (``None``:
-    its time budget is already spent); returns the calls to column generation (keyword
-    arguments and result) and the phase's results."""
+    ``"tailing-off"``, as under ``HAND_OVER``), the phase runs at most ``phase_iterations``
+    iterations towards a gap of 0 (``None``: its time budget is already spent), and a resumed
+    column generation finds the budget spent where ``budget_spent_on_resume``; returns the
+    calls to column generation (keyword arguments and result) and the phase's results."""
     calls, phases = [], []
     real_cg, real_phase = solve_module.column_generation, solve_module.size_group_bound
 
     def spy_cg(*args, **kwargs):
         if calls:
-            result = real_cg(*args, **kwargs)
+            result = real_cg(*args, **dict(kwargs, deadline=time.perf_counter() - 1.0)
+                             if budget_spent_on_resume else kwargs)
         else:  # these small draws need two iterations: one, and "tailing-off" as if handed over
             result = dataclasses.replace(real_cg(*args, **dict(kwargs, max_iterations=1)), status="tailing-off")
         calls.append((dict(kwargs, values=args[0], members=args[1]), result))
@@ -321,6 +323,7 @@ def test_column_generation_resumes_where_the_phase_stops_short(monkeypatch, seed
     # it starts from the better distribution of the two sides, and the lower bound
     start_value = float(second["start_probabilities"] @ second["values"])
     assert start_value >= max(handed.value, phases[0].value) - 1e-12
+    assert second["deadline"] is not None  # what is left of the phase's budget
     (prices, pricing_bound), = second["known_bounds"]
     assert pricing_bound - float(prices @ problem.r) <= min(handed.upper_bound, phases[0].bound) + 1e-12
     assert opt.status == "optimal"
@@ -372,3 +375,58 @@ def test_the_phase_tails_off_only_after_its_patience(monkeypatch, patience):
         assert (found.status, found.iterations) == ("iteration-limit", 4)
     else:
         assert (found.status, found.iterations) == ("tailing-off", 1)
+
+
+@pytest.mark.parametrize("seed", [5, 10])  # draws whose loop solves the master more than once
+def test_the_master_is_solved_again_from_scratch_where_highs_gives_up(monkeypatch, seed):
+    """A warm-started re-solve of the aggregated master that HiGHS ends neither optimal nor at
+    the time limit ("Unknown", once at ``n = 10,000``) is run once more from scratch: the loop
+    still certifies ``U_opt``; where HiGHS gives up every time, the error is raised."""
+    import highspy
+
+    import fairsched.lp.size_groups as size_groups_module
+    from fairsched.solvers import SolverError
+
+    real = size_groups_module._AggregatedMaster._run
+    runs = []
+
+    def gives_up_once(self, time_limit):
+        runs.append(time_limit)
+        if len(runs) == 2:  # the first re-solve, warm-started after new columns or cuts
+            return highspy.HighsModelStatus.kUnknown
+        return real(self, time_limit)
+
+    problem = two_class(seed)
+    exact = optimum(problem, method="enumeration")
+    oracle, relaxation, at_relaxation = jensen(problem)
+    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    start = initial_pool(problem.utility, problem.k, problem.r)
+
+    def phase():
+        return size_group_bound(oracle.price, problem.r, groups, start.columns, start.values, centre=relaxation,
+                                centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9)
+
+    monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run", gives_up_once)
+    found = phase()
+    assert len(runs) >= 3  # it gave up, and was run again
+    assert found.status == "certified"
+    assert exact.value - 1e-9 <= found.bound and relative_gap(max(found.value, start.value()), found.bound) <= 1e-9
+    monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run",
+                        lambda self, time_limit: highspy.HighsModelStatus.kUnknown)
+    with pytest.raises(SolverError, match="Unknown"):
+        phase()
+
+
+def test_a_resume_stopped_by_the_phases_budget_keeps_the_status(monkeypatch):
+    """Without a time limit the resumed column generation stops at what is left of the phase's
+    budget: the status stays column generation's ("tailing-off"), not a "time-limit" nobody
+    set, the message says so, and what was certified stands."""
+    problem = two_class(5)
+    calls, _ = handed_over_at_once(monkeypatch, phase_iterations=1, budget_spent_on_resume=True)
+    opt = optimum(problem, method="column-generation")
+    (_, handed), (_, resumed) = calls
+    assert resumed.status == "time-limit"
+    assert opt.status == "tailing-off"
+    assert opt.message.startswith("tailing-off: column generation over every floor, resumed after the LP over "
+                                  "groups of equal size until the phase's budget")
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)

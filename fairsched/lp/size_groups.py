@@ -224,12 +224,25 @@ class _AggregatedMaster:
             reward = reward + self._cut_coefficients(counts) @ pi
         return np.asarray(reward, dtype=float)
 
-    def solve(self, time_limit: float | None) -> tuple[float, np.ndarray, float, np.ndarray] | None:
-        """``(value, λ_G, μ, π)`` of the master's optimum (``π`` the cuts' prices); ``None`` at
-        ``time_limit``."""
+    def _run(self, time_limit: float | None) -> highspy.HighsModelStatus:
+        """One HiGHS run within ``time_limit`` seconds: its model status."""
         _lp.set_time_limit(self.h, time_limit)
         self.h.run()
-        status = self.h.getModelStatus()
+        return self.h.getModelStatus()
+
+    def solve(self, time_limit: float | None) -> tuple[float, np.ndarray, float, np.ndarray] | None:
+        """``(value, λ_G, μ, π)`` of the master's optimum (``π`` the cuts' prices); ``None`` at
+        ``time_limit``.  Where the warm-started simplex ends neither optimal nor at the time
+        limit, it is run once more from scratch: at ``n = 10,000`` (two-class, seed 7) HiGHS
+        once ended a re-solve "Unknown" and the whole phase was lost."""
+        started = time.perf_counter()
+        status = self._run(time_limit)
+        if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+            left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+            if left is not None and left <= 0:
+                return None
+            self.h.clearSolver()
+            status = self._run(left)
         if status == highspy.HighsModelStatus.kTimeLimit:
             return None
         if status != highspy.HighsModelStatus.kOptimal:

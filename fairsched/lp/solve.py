@@ -100,7 +100,8 @@ SIZE_GROUP_SECONDS = 120.0
 #: it once its gap did not halve in this many iterations, instead of its own
 #: :data:`~fairsched.solvers.colgen.TAILING_OFF`; where the phase then stops on its own short of
 #: the gap (not at its budget), column generation over every floor resumes from the best
-#: distribution and bound with its own rule (:func:`_resume`).  Two-class ``n = 1,000, k = 20``
+#: distribution and bound with its own rule, for what is left of the phase's budget
+#: (:func:`_resume`).  Two-class ``n = 1,000, k = 20``
 #: seed 7: column generation alone shrank its gap by a third every 20 iterations of 2–3 s and
 #: certified after 559.9 s, the phase after its tenth iteration in about 50 s
 HAND_OVER = (10, 0.5)
@@ -346,18 +347,18 @@ def _phase_groups(problem: Problem, oracle: object, relaxation: np.ndarray | Non
 
 def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxation: np.ndarray,
                       groups: np.ndarray, result: object, reported: _Reported, *, gap: float,
-                      deadline: float | None, spent: float, progress: Progress | None) -> str:
-    """Run :func:`fairsched.lp.size_groups.size_group_bound` over ``groups`` after column
-    generation over every floor stopped short of the gap, and take its distribution (if worth
-    more) and its bound (if lower) into ``reported``; return how the phase ended (its
+                      deadline: float | None, ends: float, spent: float, progress: Progress | None) -> str:
+    """Run :func:`fairsched.lp.size_groups.size_group_bound` over ``groups`` until ``ends`` (a
+    ``time.perf_counter()`` value: the time limit's ``deadline``, else the phase's budget) after
+    column generation over every floor stopped short of the gap, and take its distribution (if
+    worth more) and its bound (if lower) into ``reported``; return how the phase ended (its
     ``status``, ``"budget"`` at its own time budget, ``"failed"``)."""
-    budget = time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
     try:
         centre, centre_pricing_bound = _centre(oracle, relaxation, result)
         sized = size_group_bound(oracle.price, r, groups,
                                  result.support, result.values, centre=centre,
                                  centre_pricing_bound=centre_pricing_bound,
-                                 lower=result.value, gap=gap, deadline=budget if deadline is None else deadline,
+                                 lower=result.value, gap=gap, deadline=ends,
                                  patience=SIZE_GROUP_PATIENCE * max(spent, SIZE_GROUP_SECONDS), progress=progress,
                                  first_iteration=reported.iterations, primal_columns=_trades(problem.utility),
                                  quick=getattr(oracle, "quick", None))
@@ -392,11 +393,14 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
 
 
 def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported, *, gap: float,
-            deadline: float | None, heuristic: object, trades: object, progress: Progress | None) -> int:
-    """Column generation over every floor again, with its own stopping rule, from the best
+            deadline: float, budget_only: bool, heuristic: object, trades: object,
+            progress: Progress | None) -> int:
+    """Column generation over every floor again, with its own stopping rule and until
+    ``deadline`` (the time limit's, else what is left of the phase's budget), from the best
     distribution and bound so far (``reported``, updated in place), where it handed over to
     the size groups' phase early (:data:`HAND_OVER`) and the phase stopped on its own short of
-    the gap: what each side certified is kept.  Returns the columns it generated."""
+    the gap: what each side certified is kept.  Returns the columns it generated.  At the
+    phase's budget the status stays what it was (no time limit was given)."""
     first = reported.iterations
 
     def shifted(iteration: int, lower: float, upper: float, current: float) -> None:
@@ -421,9 +425,13 @@ def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported
         reported.upper_bound = float(resumed.upper_bound)
     reported.upper_bound = max(reported.upper_bound, reported.value)
     current = relative_gap(reported.value, reported.upper_bound)
-    reported.status = "optimal" if current <= gap else resumed.status
+    if current <= gap:
+        reported.status = "optimal"
+    elif resumed.status != "time-limit" or not budget_only:
+        reported.status = resumed.status
+    until = " until the phase's budget" if budget_only and resumed.status == "time-limit" else ""
     reported.message = (f"{reported.status}: column generation over every floor, resumed after the LP over "
-                        f"groups of equal size ({resumed.message}); relative gap {current:.3g}; "
+                        f"groups of equal size{until} ({resumed.message}); relative gap {current:.3g}; "
                         f"before it: {reported.message}")
     return int(resumed.columns)
 
@@ -596,13 +604,15 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
     if phase_groups is not None and reported.status in ("tailing-off", "stalled", "iteration-limit"):
         # Jensen's bound, out of reach of any distribution when sizes come in classes, and a
         # degenerate master: the LP over equal-size groups prices lower and climbs (size_groups)
+        spent = time.perf_counter() - start
+        ends = deadline if deadline is not None else \
+            time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
         ended = _size_group_phase(problem, oracle, r, relaxation, phase_groups, result, reported, gap=gap,
-                                  deadline=deadline, spent=time.perf_counter() - start, progress=progress)
+                                  deadline=deadline, ends=ends, spent=spent, progress=progress)
         if (reported.status != "optimal" and result.status == "tailing-off"
-                and ended in ("tailing-off", "converged", "iteration-limit")
-                and (deadline is None or time.perf_counter() < deadline)):
-            columns += _resume(problem, oracle, r, reported, gap=gap, deadline=deadline, heuristic=heuristic,
-                               trades=trades, progress=progress)
+                and ended in ("tailing-off", "converged", "iteration-limit") and time.perf_counter() < ends):
+            columns += _resume(problem, oracle, r, reported, gap=gap, deadline=ends, budget_only=deadline is None,
+                               heuristic=heuristic, trades=trades, progress=progress)
     order = np.argsort(-reported.probabilities, kind="stable")
     sets = reported.support.to_sets()
     return Optimum(
