@@ -313,7 +313,8 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
     not shrink at all in the first :data:`NO_PROGRESS` iterations, either only once
     ``patience`` seconds have passed (its first iterations may only raise the value, the
     bound moving later: two-class ``n = 2,000``, ``k = 50``, seed 8, from an early hand-over,
-    the bound stood for 50 iterations, then certified after 204), at ``deadline`` (a ``time.perf_counter()`` value) or after ``max_iterations``.
+    the bound stood for 50 iterations, then certified after 204), at ``deadline`` (a
+    ``time.perf_counter()`` value) or after ``max_iterations``.
     ``progress(iteration, lower, upper, gap)`` follows every iteration, numbered from
     ``first_iteration + 1``.  ``primal_columns(support, weights)`` (optional) gives more sets
     and their values from the master's distribution each iteration, and ``quick`` (optional)

@@ -101,9 +101,9 @@ SIZE_GROUP_SECONDS = 120.0
 #: :data:`~fairsched.solvers.colgen.TAILING_OFF`; where the phase then stops on its own short of
 #: the gap (not at its budget), column generation over every floor resumes from the best
 #: distribution and bound with its own rule, for what is left of the phase's budget
-#: (:func:`_resume`).  Two-class ``n = 1,000, k = 20``
-#: seed 7: column generation alone shrank its gap by a third every 20 iterations of 2–3 s and
-#: certified after 559.9 s, the phase after its tenth iteration in about 50 s
+#: (:func:`_resume`).  Two-class ``n = 1,000, k = 20`` seed 7: column generation alone shrank
+#: its gap by a third every 20 iterations of 2–3 s and certified after 559.9 s; handing over
+#: after its tenth, 56–77 s in all
 HAND_OVER = (10, 0.5)
 #: ... and its tailing-off rules wait this share of the larger of the time before it and
 #: :data:`SIZE_GROUP_SECONDS` (at least 30 s): where the phase finds nothing it costs little,
