@@ -424,7 +424,7 @@ def test_a_resume_stopped_by_the_phases_budget_keeps_the_status(monkeypatch):
     problem = two_class(5)
     calls, _ = handed_over_at_once(monkeypatch, phase_iterations=1, budget_spent_on_resume=True)
     opt = optimum(problem, method="column-generation")
-    (_, handed), (_, resumed) = calls
+    _, (_, resumed) = calls
     assert resumed.status == "time-limit"
     assert opt.status == "tailing-off"
     assert opt.message.startswith("tailing-off: column generation over every floor, resumed after the LP over "
