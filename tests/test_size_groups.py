@@ -430,3 +430,45 @@ def test_a_resume_stopped_by_the_phases_budget_keeps_the_status(monkeypatch):
     assert opt.message.startswith("tailing-off: column generation over every floor, resumed after the LP over "
                                   "groups of equal size until the phase's budget")
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_exact_calls_are_spaced_by_their_share_of_the_time(monkeypatch, share):
+    """The exact pricing prices every ``EXACT_EVERY``-th iteration only while exact calls took
+    at most ``EXACT_SHARE`` of the loop's time (else only where the quick one finds nothing):
+    with a share of 0 a slow exact pricing is left to those fallbacks, with a share of 1 it
+    prices every 5th iteration."""
+    import fairsched.lp.size_groups as size_groups_module
+
+    monkeypatch.setattr(size_groups_module, "EXACT_SHARE", share)
+    problem = two_size_classes(0)
+    oracle, relaxation, at_relaxation = jensen(problem)
+    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    start = initial_pool(problem.utility, problem.k, problem.r)
+    iterations, exact_at, quick_found = [], [], []
+
+    def slow_exact(lam):
+        time.sleep(0.02)
+        exact_at.append(len(iterations))
+        return oracle.price(lam)
+
+    def quick(lam):
+        found = oracle.quick(lam)
+        quick_found.append((len(iterations), len(found.values)))
+        return found
+
+    found = size_group_bound(slow_exact, problem.r, groups, start.columns, start.values, centre=relaxation,
+                             centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9, quick=quick,
+                             max_iterations=20, progress=lambda i, lo, up, g: iterations.append(i))
+    due = [i for i in range(len(iterations)) if (i + 1) % size_groups_module.EXACT_EVERY == 0]
+    assert due, "the loop ended before an exact call was due"
+    if share == 1.0:
+        assert set(due) <= set(exact_at)
+    else:
+        # a share of 0: after the first due call (no exact time yet), exact calls only where
+        # the quick pricing was asked first and found nothing to enter
+        unasked = set(exact_at) - {i for i, _ in quick_found}
+        assert unasked == {due[0]}
+        assert not set(due) <= set(exact_at)
+    assert found.status in ("certified", "iteration-limit")
+    assert found.bound >= found.value - 1e-12
