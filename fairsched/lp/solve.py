@@ -332,6 +332,26 @@ class _Reported:
     message: str
     iterations: int
 
+    def take(self, *, gap: float, support: Columns | None = None, probabilities: np.ndarray | None = None,
+             value: float = -math.inf, master_fairness_price: np.ndarray | None = None,
+             bound: float = math.inf, prices: np.ndarray | None = None,
+             pricing_bound: float = math.inf) -> tuple[bool, bool, float]:
+        """Take a distribution worth more (``value``) and a lower certified ``bound`` (with its
+        ``prices`` and ``pricing_bound``) where each improves; the status becomes ``"optimal"``
+        once the gap is within ``gap``.  Returns which were taken and the relative gap."""
+        took_distribution = support is not None and value > self.value
+        if took_distribution:
+            self.support, self.probabilities, self.value = support, probabilities, float(value)
+            self.master_fairness_price = master_fairness_price
+        took_bound = bound < self.upper_bound
+        if took_bound:
+            self.fairness_price, self.pricing_bound, self.upper_bound = prices, float(pricing_bound), float(bound)
+        self.upper_bound = max(self.upper_bound, self.value)
+        current = relative_gap(self.value, self.upper_bound)
+        if current <= gap:
+            self.status = "optimal"
+        return took_distribution, took_bound, current
+
 
 def _phase_groups(problem: Problem, oracle: object, relaxation: np.ndarray | None) -> np.ndarray | None:
     """The size groups of :func:`_size_group_phase` where it may run (accuracy without caps,
@@ -366,30 +386,23 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
         reported.message += f"; the LP over groups of equal size failed ({exc})"
         return "failed"
     reported.iterations += sized.iterations
-    changes = []
-    if sized.support is not None:
-        worth = float(sized.probabilities @ column_values(problem.utility, sized.support))
-        if worth > reported.value:
-            reported.support, reported.probabilities, reported.value = sized.support, sized.probabilities, worth
-            reported.master_fairness_price = None  # the distribution is no master's solution
-            changes.append(f"a distribution realised from it, worth {worth:.10g}")
-    if sized.bound < reported.upper_bound:
-        reported.fairness_price, reported.pricing_bound = sized.prices, sized.pricing_bound
-        reported.upper_bound = sized.bound
-        changes.append(f"its bound {sized.bound:.10g}")
-    reported.upper_bound = max(reported.upper_bound, reported.value)
-    current = relative_gap(reported.value, reported.upper_bound)
-    if current <= gap:
-        reported.status = "optimal"
-    ending = f"{_phase_end(sized.status, deadline)} after {sized.iterations} iterations, {sized.cuts} of Gale's cuts"
+    worth = -math.inf if sized.support is None else \
+        float(sized.probabilities @ column_values(problem.utility, sized.support))
+    # the realised distribution is no master's solution: no master prices go with it
+    took_distribution, took_bound, current = reported.take(
+        gap=gap, support=sized.support, probabilities=sized.probabilities, value=worth,
+        bound=sized.bound, prices=sized.prices, pricing_bound=sized.pricing_bound)
+    changes = ([f"a distribution realised from it, worth {worth:.10g}"] if took_distribution else []) + \
+        ([f"its bound {sized.bound:.10g}"] if took_bound else [])
+    ended = "budget" if sized.status == "time-limit" and (deadline is None or time.perf_counter() < deadline) \
+        else sized.status
+    ending = f"{_phase_end(ended)} after {sized.iterations} iterations, {sized.cuts} of Gale's cuts"
     if changes:
         reported.message = (f"{reported.status}: the LP over groups of equal size ({ending}) gave "
                             f"{' and '.join(changes)}; relative gap {current:.3g}")
     else:
         reported.message += f"; the LP over groups of equal size improved nothing ({ending})"
-    if sized.status == "time-limit" and (deadline is None or time.perf_counter() < deadline):
-        return "budget"
-    return sized.status
+    return ended
 
 
 def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported, *, gap: float,
@@ -417,17 +430,11 @@ def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported
         reported.message += f"; column generation over every floor, resumed, failed ({exc})"
         return 0
     reported.iterations += int(resumed.iterations)
-    if resumed.value > reported.value:
-        reported.support, reported.probabilities = resumed.support, resumed.probabilities
-        reported.value, reported.master_fairness_price = float(resumed.value), resumed.master_fairness_price
-    if resumed.upper_bound < reported.upper_bound:
-        reported.fairness_price, reported.pricing_bound = resumed.fairness_price, float(resumed.pricing_bound)
-        reported.upper_bound = float(resumed.upper_bound)
-    reported.upper_bound = max(reported.upper_bound, reported.value)
-    current = relative_gap(reported.value, reported.upper_bound)
-    if current <= gap:
-        reported.status = "optimal"
-    elif resumed.status != "time-limit" or not budget_only:
+    _, _, current = reported.take(
+        gap=gap, support=resumed.support, probabilities=resumed.probabilities, value=resumed.value,
+        master_fairness_price=resumed.master_fairness_price, bound=resumed.upper_bound,
+        prices=resumed.fairness_price, pricing_bound=resumed.pricing_bound)
+    if reported.status != "optimal" and (resumed.status != "time-limit" or not budget_only):
         reported.status = resumed.status
     until = " until the phase's budget" if budget_only and resumed.status == "time-limit" else ""
     reported.message = (f"{reported.status}: column generation over every floor, resumed after the LP over "
@@ -436,11 +443,12 @@ def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported
     return int(resumed.columns)
 
 
-def _phase_end(status: str, deadline: float | None) -> str:
-    """How the size groups' phase ended, its own time budget told apart from the time limit."""
-    if status == "time-limit" and (deadline is None or time.perf_counter() < deadline):
+def _phase_end(ended: str) -> str:
+    """How the size groups' phase ended, in words (``"budget"``: its own time budget, told apart
+    from the time limit)."""
+    if ended == "budget":
         return f"its budget (the larger of {SIZE_GROUP_SHARE:g}x the time before it and {SIZE_GROUP_SECONDS:g} s)"
-    return status
+    return ended
 
 
 def _centre(oracle: object, relaxation: np.ndarray, result: object) -> tuple[np.ndarray, float]:
