@@ -126,9 +126,6 @@ class AccuracyPricing(PricingOracle):
         #: the search without it (``benchmarks/bench_near_ties.py``)
         self.look_ahead = True
         self._masks: dict[tuple[int, int], np.ndarray] = {}
-        #: ``(λ, items by size then −λ, the first and last position of each one's size)`` of the
-        #: last ``λ`` swapped at (:meth:`_swap_candidates`)
-        self._by_size: tuple[np.ndarray | None, ...] = (None, None, None, None)
         self.stats = {"calls": 0, "enumerated": 0, "dp": 0, "nodes": 0, "inexact": 0, "free": 0}
 
     # -- the curve -------------------------------------------------------------------------
@@ -329,9 +326,8 @@ class AccuracyPricing(PricingOracle):
             return []
         s = float(self.sizes @ mask)
         w = float(self.dg(s)) * self.sizes + lam
-        members, others = self._swap_candidates(mask, lam, count)
-        members = members[np.argsort(w[members], kind="stable")]
-        others = others[np.argsort(-w[others], kind="stable")]
+        members = inside[np.argsort(w[inside], kind="stable")]
+        others = outside[np.argsort(-w[outside], kind="stable")]
         base = float(self.g(s))
         block = max(SWAP_BLOCK, count)
         while True:
@@ -357,29 +353,6 @@ class AccuracyPricing(PricingOracle):
             if flat[flat_index] > floor:
                 out.append((float(flat[flat_index]), int(a[i]), int(b[j])))
         return out
-
-    def _swap_candidates(self, mask: np.ndarray, lam: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The members of least ``λ`` and the outsiders of largest ``λ``, ``count`` of each size
-        (all of them where sizes are distinct).  Of two members of equal size the one with the
-        smaller ``λ`` makes the better swap with any outsider, and of two outsiders the one with
-        the larger ``λ`` with any member, so the ``count`` best swaps need no others.  ``O(n)``
-        per call after one sort by (size, −λ) per ``lam`` (two-class sizes, ``n = 10,000``:
-        about 700 sizes)."""
-        cached, order, start, end = self._by_size
-        if cached is None or cached.shape != lam.shape or not np.array_equal(cached, lam):
-            order = np.lexsort((-lam, self.sizes))
-            keys = self.sizes[order]
-            firsts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-            group = np.repeat(np.arange(firsts.size), np.diff(np.r_[firsts, keys.size]))
-            start, end = firsts[group], np.r_[firsts[1:], keys.size][group] - 1
-            self._by_size = (lam.copy(), order, start, end)
-        inside = mask[order]
-        outside = ~inside
-        held, free = np.cumsum(inside), np.cumsum(outside)
-        # members counted from their size's end (least λ last), outsiders from its start
-        members = order[inside & (held[end] - held + 1 <= count)]
-        outsiders = order[outside & (free - free[start] + outside[start] <= count)]
-        return members, outsiders
 
     def _neighbours(self, mask: np.ndarray, lam: np.ndarray, count: int) -> list[np.ndarray]:
         """The ``count`` best single swaps of ``mask`` (extra columns: near-optimal, distinct)."""
