@@ -348,12 +348,12 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
     status, iteration = "iteration-limit", 0
 
     exact_seconds = [0.0]  # spent in the exact pricing
-    exact_price = price
 
-    def price(lam: np.ndarray) -> PricingResult:
+    def exact(lam: np.ndarray) -> PricingResult:
+        """``price``, its time added to ``exact_seconds``."""
         timed = time.perf_counter()
         try:
-            return exact_price(lam)
+            return price(lam)
         finally:
             exact_seconds[0] += time.perf_counter() - timed
 
@@ -389,7 +389,7 @@ def size_group_bound(price: Callable[[np.ndarray], PricingResult], r: np.ndarray
             return set_counts, set_hashes, _entering(reduced, set_hashes, seen, tol)
         misprices = 0
         due = iteration % EXACT_EVERY == 0 and exact_seconds[0] <= EXACT_SHARE * (time.perf_counter() - began)
-        oracles = (price,) if quick is None or due else (quick, price)
+        oracles = (exact,) if quick is None or due else (quick, exact)
         while True:
             alpha = smoother.schedule(misprices)
             separation = alpha * best_prices + (1.0 - alpha) * out
