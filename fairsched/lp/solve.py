@@ -367,12 +367,12 @@ def _phase_groups(problem: Problem, oracle: object, relaxation: np.ndarray | Non
 
 def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxation: np.ndarray,
                       groups: np.ndarray, result: object, reported: _Reported, *, gap: float,
-                      deadline: float | None, ends: float, spent: float, progress: Progress | None) -> str:
+                      ends: float, budget_only: bool, spent: float, progress: Progress | None) -> str:
     """Run :func:`fairsched.lp.size_groups.size_group_bound` over ``groups`` until ``ends`` (a
-    ``time.perf_counter()`` value: the time limit's ``deadline``, else the phase's budget) after
-    column generation over every floor stopped short of the gap, and take its distribution (if
-    worth more) and its bound (if lower) into ``reported``; return how the phase ended (its
-    ``status``, ``"budget"`` at its own time budget, ``"failed"``)."""
+    ``time.perf_counter()`` value: the time limit's deadline, else the phase's own budget,
+    ``budget_only``) after column generation over every floor stopped short of the gap, and
+    take its distribution (if worth more) and its bound (if lower) into ``reported``; return
+    how the phase ended (its ``status``, ``"budget"`` at its own time budget, ``"failed"``)."""
     try:
         centre, centre_pricing_bound = _centre(oracle, relaxation, result)
         sized = size_group_bound(oracle.price, r, groups,
@@ -394,8 +394,7 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
         bound=sized.bound, prices=sized.prices, pricing_bound=sized.pricing_bound)
     changes = ([f"a distribution realised from it, worth {worth:.10g}"] if took_distribution else []) + \
         ([f"its bound {sized.bound:.10g}"] if took_bound else [])
-    ended = "budget" if sized.status == "time-limit" and (deadline is None or time.perf_counter() < deadline) \
-        else sized.status
+    ended = "budget" if sized.status == "time-limit" and budget_only else sized.status
     ending = f"{_phase_end(ended)} after {sized.iterations} iterations, {sized.cuts} of Gale's cuts"
     if changes:
         reported.message = (f"{reported.status}: the LP over groups of equal size ({ending}) gave "
@@ -616,7 +615,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
         ends = deadline if deadline is not None else \
             time.perf_counter() + max(SIZE_GROUP_SHARE * spent, SIZE_GROUP_SECONDS)
         ended = _size_group_phase(problem, oracle, r, relaxation, phase_groups, result, reported, gap=gap,
-                                  deadline=deadline, ends=ends, spent=spent, progress=progress)
+                                  ends=ends, budget_only=deadline is None, spent=spent, progress=progress)
         if (reported.status != "optimal" and result.status == "tailing-off"
                 and ended in ("tailing-off", "converged", "iteration-limit") and time.perf_counter() < ends):
             columns += _resume(problem, oracle, r, reported, gap=gap, deadline=ends, budget_only=deadline is None,
