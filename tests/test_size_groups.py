@@ -45,6 +45,32 @@ def jensen(problem: Problem) -> tuple[AccuracyPricing, np.ndarray, float]:
     return oracle, relaxation, float(oracle.price(relaxation).upper_bound)
 
 
+@dataclasses.dataclass(frozen=True)
+class PhaseStart:
+    """What the size groups' loop starts from here: the pricing, the relaxation's prices with
+    their exact pricing bound (Jensen's), the groups of equal size and the initial pool."""
+
+    problem: Problem
+    oracle: AccuracyPricing
+    relaxation: np.ndarray
+    at_relaxation: float
+    groups: np.ndarray
+    pool: object
+
+    def run(self, price=None, **options):
+        """:func:`size_group_bound` from the pool, centred at the relaxation's prices, with the
+        exact pricing unless ``price`` is given."""
+        return size_group_bound(self.oracle.price if price is None else price, self.problem.r, self.groups,
+                                self.pool.columns, self.pool.values, centre=self.relaxation,
+                                centre_pricing_bound=self.at_relaxation, lower=self.pool.value(), **options)
+
+
+def phase_start(problem: Problem) -> PhaseStart:
+    oracle, relaxation, at_relaxation = jensen(problem)
+    return PhaseStart(problem, oracle, relaxation, at_relaxation, size_groups(problem.utility.sizes, relaxation > 0),
+                      initial_pool(problem.utility, problem.k, problem.r))
+
+
 def aggregated_optimum(problem: Problem, groups: np.ndarray) -> float:
     """``U_agg`` by one LP over every k-set (written here, independently of the module)."""
     masks = k_subset_masks(problem.n, problem.k)
@@ -85,14 +111,11 @@ def test_bound_and_distribution_meet_enumeration(seed, quick):
     master's own sets trade members (exchange columns)."""
     problem = two_class(seed)
     exact = optimum(problem, method="enumeration")
-    oracle, relaxation, at_relaxation = jensen(problem)
-    jensens = at_relaxation - float(relaxation @ problem.r)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    start = initial_pool(problem.utility, problem.k, problem.r)
-    extra = {"quick": oracle.quick, "primal_columns": solve_module._trades(problem.utility)} if quick else {}
-    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9,
-                             **extra)
+    phase = phase_start(problem)
+    jensens = phase.at_relaxation - float(phase.relaxation @ problem.r)
+    start = phase.pool
+    extra = {"quick": phase.oracle.quick, "primal_columns": solve_module._trades(problem.utility)} if quick else {}
+    found = phase.run(gap=1e-9, **extra)
     assert found.status == "certified"
     assert found.prices is not None and (found.prices >= 0).all()
     truth_max, _ = brute_force_lagrangian(problem, found.prices)
@@ -114,13 +137,10 @@ def test_gale_cuts_close_what_the_aggregation_alone_leaves_open():
     """Seed 10: the LP over groups of equal size without Gale's cuts is 3.7e-6 above
     ``U_opt`` (an LP over every k-set, written here); with them the loop reaches ``U_opt``."""
     problem = two_class(10)
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
+    phase = phase_start(problem)
     exact = optimum(problem, method="enumeration")
-    assert relative_gap(exact.value, aggregated_optimum(problem, groups)) > 1e-6
-    start = initial_pool(problem.utility, problem.k, problem.r)
-    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9)
+    assert relative_gap(exact.value, aggregated_optimum(problem, phase.groups)) > 1e-6
+    found = phase.run(gap=1e-9)
     assert found.cuts > 0 and found.status == "certified"
     assert found.value == pytest.approx(exact.value, rel=1e-9)
     assert found.bound == pytest.approx(exact.value, rel=1e-9)
@@ -153,13 +173,7 @@ def test_worker_prices_are_the_masters_lagrangian(seed):
 
 
 def test_deadline_in_the_past_returns_no_bound():
-    problem = two_class(0)
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    start = initial_pool(problem.utility, problem.k, problem.r)
-    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values,
-                             centre=relaxation, centre_pricing_bound=at_relaxation, lower=start.value(),
-                             gap=1e-6, deadline=time.perf_counter() - 1.0)
+    found = phase_start(two_class(0)).run(gap=1e-6, deadline=time.perf_counter() - 1.0)
     assert found.status == "time-limit" and found.iterations == 0
     assert found.prices is None and math.isinf(found.bound) and math.isinf(found.pricing_bound)
     assert found.support is None and found.value == -math.inf
@@ -364,13 +378,7 @@ def test_the_phase_tails_off_only_after_its_patience(monkeypatch, patience):
     import fairsched.lp.size_groups as size_groups_module
 
     monkeypatch.setattr(size_groups_module, "TAILING_OFF", (1, 1e-12))
-    problem = two_size_classes(0)
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    start = initial_pool(problem.utility, problem.k, problem.r)
-    found = size_group_bound(oracle.price, problem.r, groups, start.columns, start.values, centre=relaxation,
-                             centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9,
-                             patience=patience, max_iterations=4)
+    found = phase_start(two_size_classes(0)).run(gap=1e-9, patience=patience, max_iterations=4)
     if patience == 3600.0:
         assert (found.status, found.iterations) == ("iteration-limit", 4)
     else:
@@ -398,23 +406,16 @@ def test_the_master_is_solved_again_from_scratch_where_highs_gives_up(monkeypatc
 
     problem = two_class(seed)
     exact = optimum(problem, method="enumeration")
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    start = initial_pool(problem.utility, problem.k, problem.r)
-
-    def phase():
-        return size_group_bound(oracle.price, problem.r, groups, start.columns, start.values, centre=relaxation,
-                                centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9)
-
+    phase = phase_start(problem)
     monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run", gives_up_once)
-    found = phase()
+    found = phase.run(gap=1e-9)
     assert len(runs) >= 3  # it gave up, and was run again
     assert found.status == "certified"
-    assert exact.value - 1e-9 <= found.bound and relative_gap(max(found.value, start.value()), found.bound) <= 1e-9
+    assert exact.value - 1e-9 <= found.bound and relative_gap(max(found.value, phase.pool.value()), found.bound) <= 1e-9
     monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run",
                         lambda self, time_limit: highspy.HighsModelStatus.kUnknown)
     with pytest.raises(SolverError, match="Unknown"):
-        phase()
+        phase.run(gap=1e-9)
 
 
 def test_a_resume_stopped_by_the_phases_budget_keeps_the_status(monkeypatch):
@@ -441,10 +442,8 @@ def test_exact_calls_are_spaced_by_their_share_of_the_time(monkeypatch, share):
     import fairsched.lp.size_groups as size_groups_module
 
     monkeypatch.setattr(size_groups_module, "EXACT_SHARE", share)
-    problem = two_size_classes(0)
-    oracle, relaxation, at_relaxation = jensen(problem)
-    groups = size_groups(problem.utility.sizes, relaxation > 0)
-    start = initial_pool(problem.utility, problem.k, problem.r)
+    phase = phase_start(two_size_classes(0))
+    oracle = phase.oracle
     iterations, exact_at, quick_found = [], [], []
 
     def slow_exact(lam):
@@ -457,9 +456,8 @@ def test_exact_calls_are_spaced_by_their_share_of_the_time(monkeypatch, share):
         quick_found.append((len(iterations), len(found.values)))
         return found
 
-    found = size_group_bound(slow_exact, problem.r, groups, start.columns, start.values, centre=relaxation,
-                             centre_pricing_bound=at_relaxation, lower=start.value(), gap=1e-9, quick=quick,
-                             max_iterations=20, progress=lambda i, lo, up, g: iterations.append(i))
+    found = phase.run(slow_exact, gap=1e-9, quick=quick, max_iterations=20,
+                      progress=lambda i, lo, up, g: iterations.append(i))
     due = [i for i in range(len(iterations)) if (i + 1) % size_groups_module.EXACT_EVERY == 0]
     assert due, "the loop ended before an exact call was due"
     if share == 1.0:
