@@ -36,6 +36,7 @@ from fairsched.lp.pricing import has_exact_pricing, initial_pool, pricing_for
 from fairsched.lp.pricing.balanced import balanced_pool, level_duals
 from fairsched.lp.pricing.exchange import exchange_columns
 from fairsched.lp.pricing.initial import StartingPool, column_values, priority_order
+from fairsched.lp.pricing.recoupling import recoupled
 from fairsched.lp.pricing.round_swaps import swept_distribution
 from fairsched.lp.pricing.schedule_search import better_start, default_rounds, schedule_search
 from fairsched.lp.result import Optimum
@@ -112,6 +113,9 @@ HAND_OVER = (10, 0.5)
 #: certified after 77.6 s; stopped at 7 s, the phase and resumed column generation ended at
 #: 1.0e-5)
 SIZE_GROUP_PATIENCE = 0.25
+#: recoupling (:func:`_recouple`) is tried on supports of at most this many members in all: its
+#: passes hold a few int64 copies of them and may quadruple them
+RECOUPLE_MEMBERS = 20_000_000
 
 Progress = Callable[[int, float, float, float], None]
 
@@ -442,6 +446,26 @@ def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported
     return int(resumed.columns)
 
 
+def _recouple(problem: Problem, reported: _Reported, *, gap: float, deadline: float | None) -> None:
+    """Recouple the coarse and fine parts of ``reported``'s sets
+    (:func:`~fairsched.lp.pricing.recoupling.recoupled`, accuracy utility) until its value is
+    within ``gap`` of its bound or ``deadline``, and take the result where it is worth more:
+    every marginal is kept, so it meets the floors (and caps) as the distribution it came
+    from does."""
+    if reported.support.nnz > RECOUPLE_MEMBERS:
+        return
+    support, probabilities, value, passes = recoupled(
+        lambda sets: column_values(problem.utility, sets), reported.support, reported.probabilities,
+        problem.utility.sizes, target=reported.upper_bound / (1.0 + gap), deadline=deadline)
+    if not passes:
+        return
+    took, _, current = reported.take(gap=gap, support=support, probabilities=probabilities, value=value,
+                                     master_fairness_price=None)
+    if took:
+        reported.message = (f"{reported.status}: the sets' coarse and fine parts recoupled ({passes} passes), "
+                            f"worth {value:.10g}; relative gap {current:.3g}; before: {reported.message}")
+
+
 def _phase_end(ended: str) -> str:
     """How the size groups' phase ended, in words (``"budget"``: its own time budget, told apart
     from the time limit)."""
@@ -608,6 +632,9 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                          status=result.status, message=result.message,
                          iterations=int(result.iterations) + grouped_iterations)
     columns = int(result.columns)
+    recouple = type(problem.utility) is AccuracyUtility
+    if recouple and reported.status != "optimal":
+        _recouple(problem, reported, gap=gap, deadline=deadline)
     if phase_groups is not None and reported.status in ("tailing-off", "stalled", "iteration-limit"):
         # Jensen's bound, out of reach of any distribution when sizes come in classes, and a
         # degenerate master: the LP over equal-size groups prices lower and climbs (size_groups)
@@ -620,6 +647,8 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                 and ended in ("tailing-off", "converged", "iteration-limit") and time.perf_counter() < ends):
             columns += _resume(problem, oracle, r, reported, gap=gap, deadline=ends, budget_only=deadline is None,
                                heuristic=heuristic, trades=trades, progress=progress)
+        if recouple and reported.status != "optimal":
+            _recouple(problem, reported, gap=gap, deadline=deadline)
     order = np.argsort(-reported.probabilities, kind="stable")
     sets = reported.support.to_sets()
     return Optimum(
