@@ -55,21 +55,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scheduler import untuned  # noqa: E402
 
 
+def _problem(sizes: np.ndarray, r: np.ndarray, free: np.ndarray, share: float, k: int) -> Problem:
+    """The accuracy problem with ``sizes`` and the floors ``r``, those of ``free`` scaled so
+    that ``Σ r = share·k`` (then capped at 1)."""
+    r = r.copy()
+    r[free] *= (share * k - r[~free].sum()) / r[free].sum()
+    return Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+
+
 def _two_class(n: int, k: int, seed: int) -> Problem:
     """The ``two-class`` family of the module docstring."""
     return untuned("two-class", n, k, seed)
 
 
+def _three_sizes(rng: np.random.Generator, n: int, huge_share: float, medium_share: float,
+                 ranges: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Huge, medium and small workers by their shares, with sizes uniform on their ``ranges``
+    (huge, medium, small), rounded: ``(sizes, huge, medium)``."""
+    kind = rng.random(n)
+    huge, medium = kind < huge_share, (kind >= huge_share) & (kind < huge_share + medium_share)
+    (huge_range, medium_range, small_range) = ranges
+    sizes = np.where(huge, rng.uniform(*huge_range, n),
+                     np.where(medium, rng.uniform(*medium_range, n), rng.uniform(*small_range, n))).round()
+    return sizes, huge, medium
+
+
 def _three_class(n: int, k: int, seed: int) -> Problem:
     """The ``three-class`` family of the module docstring."""
     rng = np.random.default_rng(seed)
-    kind = rng.random(n)
-    huge, medium = kind < 0.02, (kind >= 0.02) & (kind < 0.12)
-    sizes = np.where(huge, rng.uniform(20_000, 60_000, n),
-                     np.where(medium, rng.uniform(1_000, 3_000, n), rng.uniform(10, 300, n))).round()
-    r = np.where(huge, 0.0005, rng.uniform(0.0, 2.0, n))
-    r[~huge] *= (0.9 * k - r[huge].sum()) / r[~huge].sum()
-    return Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+    sizes, huge, _ = _three_sizes(rng, n, 0.02, 0.1, ((20_000, 60_000), (1_000, 3_000), (10, 300)))
+    return _problem(sizes, np.where(huge, 0.0005, rng.uniform(0.0, 2.0, n)), ~huge, 0.9, k)
 
 
 def _wide_two_class(n: int, k: int, seed: int) -> Problem:
@@ -78,9 +93,7 @@ def _wide_two_class(n: int, k: int, seed: int) -> Problem:
     large = rng.random(n) < 0.1
     sizes = np.where(large, np.exp(rng.uniform(np.log(2_000), np.log(40_000), n)),
                      np.exp(rng.uniform(np.log(5), np.log(500), n))).round()
-    r = np.where(large, rng.uniform(0.0, 0.004, n), rng.gamma(2.0, 1.0, n))
-    r[~large] *= (0.8 * k - r[large].sum()) / r[~large].sum()
-    return Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+    return _problem(sizes, np.where(large, rng.uniform(0.0, 0.004, n), rng.gamma(2.0, 1.0, n)), ~large, 0.8, k)
 
 
 def _lognormal_mixture(n: int, k: int, seed: int) -> Problem:
@@ -88,22 +101,16 @@ def _lognormal_mixture(n: int, k: int, seed: int) -> Problem:
     rng = np.random.default_rng(seed)
     large = rng.random(n) < 0.04
     sizes = np.where(large, rng.lognormal(np.log(10_000), 0.6, n), rng.lognormal(np.log(60), 0.8, n)).round() + 1
-    r = np.where(large, rng.uniform(0.0005, 0.0015, n), rng.uniform(0.0, 2.0, n))
-    r[~large] *= (0.85 * k - r[large].sum()) / r[~large].sum()
-    return Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+    return _problem(sizes, np.where(large, rng.uniform(0.0005, 0.0015, n), rng.uniform(0.0, 2.0, n)), ~large,
+                    0.85, k)
 
 
 def _three_class_tiny(n: int, k: int, seed: int) -> Problem:
     """The ``three-class-tiny`` family of the module docstring."""
     rng = np.random.default_rng(seed)
-    kind = rng.random(n)
-    huge, medium = kind < 0.01, (kind >= 0.01) & (kind < 0.07)
-    sizes = np.where(huge, rng.uniform(30_000, 60_000, n),
-                     np.where(medium, rng.uniform(2_000, 6_000, n), rng.uniform(10, 250, n))).round()
-    r = np.where(huge, 0.0005, np.where(medium, 0.002, rng.uniform(0.0, 2.0, n)))
-    small = ~huge & ~medium
-    r[small] *= (0.85 * k - r[~small].sum()) / r[small].sum()
-    return Problem(AccuracyUtility(sizes), k=k, r=np.minimum(r, 1.0))
+    sizes, huge, medium = _three_sizes(rng, n, 0.01, 0.06, ((30_000, 60_000), (2_000, 6_000), (10, 250)))
+    return _problem(sizes, np.where(huge, 0.0005, np.where(medium, 0.002, rng.uniform(0.0, 2.0, n))),
+                    ~huge & ~medium, 0.85, k)
 
 
 FAMILIES = {"two-class": _two_class, "three-class": _three_class, "wide-two-class": _wide_two_class,

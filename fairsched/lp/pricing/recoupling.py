@@ -116,13 +116,14 @@ def recouple(columns: Columns, probabilities: np.ndarray, sizes: np.ndarray,
 
 def split_sizes(columns: Columns, probabilities: np.ndarray, sizes: np.ndarray) -> list[float]:
     """The thresholds :func:`recoupled` tries, largest first: the upper end of the widest gap
-    (in log size) between the sizes of members of the support, and the sizes at which the
-    members' weight, largest sizes first, reaches each share of :data:`SPLIT_SHARES`."""
+    (in log size) between the sizes of workers in the support, and the sizes at which their
+    marginals, largest sizes first, reach each share of :data:`SPLIT_SHARES` of their sum
+    (``O(nnz + n log n)``)."""
     sizes = np.asarray(sizes, dtype=float)
-    member_sizes = sizes[columns.indices]
-    member_weights = np.repeat(np.asarray(probabilities, dtype=float), columns.sizes())
-    order = np.argsort(-member_sizes, kind="stable")
-    ranked, mass = member_sizes[order], np.cumsum(member_weights[order])
+    marginals = columns.marginals(probabilities)
+    present = np.flatnonzero(marginals > 0)
+    order = present[np.argsort(-sizes[present], kind="stable")]
+    ranked, mass = sizes[order], np.cumsum(marginals[order])
     found: set[float] = set()
     distinct = np.unique(ranked[ranked > 0])
     if distinct.size >= 2:
@@ -141,10 +142,10 @@ def recoupled(values_of: Callable[[Columns], np.ndarray], columns: Columns, prob
               deadline: float | None = None) -> tuple[Columns, np.ndarray, float, int]:
     """Passes of :func:`recouple` at each of :func:`split_sizes`, largest first, for
     ``rounds`` rounds, each kept where it gains more than :data:`MIN_GAIN` (``values_of``
-    gives ``f`` of columns).  Stops once the value
-    reaches ``target``, at ``deadline`` (a ``time.perf_counter()`` value), or before the
-    support would hold more than :data:`MAX_GROWTH` times the members it started with.
-    Returns the support, its probabilities, its value and the passes kept."""
+    gives ``f`` of columns).  Stops once the value reaches ``target`` or at ``deadline`` (a
+    ``time.perf_counter()`` value), and skips a pass whose support would hold more than
+    :data:`MAX_GROWTH` times the members it started with.  Returns the support, its
+    probabilities, its value and the number of passes kept."""
     probabilities = np.asarray(probabilities, dtype=float)
     value = float(probabilities @ values_of(columns))
     budget = MAX_GROWTH * max(columns.nnz, 1)
