@@ -447,12 +447,13 @@ def _resume(problem: Problem, oracle: object, r: np.ndarray, reported: _Reported
 
 
 def _recouple(problem: Problem, reported: _Reported, *, gap: float, deadline: float | None) -> None:
-    """Recouple the coarse and fine parts of ``reported``'s sets
-    (:func:`~fairsched.lp.pricing.recoupling.recoupled`, accuracy utility) until its value is
-    within ``gap`` of its bound or ``deadline``, and take the result where it is worth more:
-    every marginal is kept, so it meets the floors (and caps) as the distribution it came
-    from does."""
-    if reported.support.nnz > RECOUPLE_MEMBERS:
+    """Where ``reported`` is an accuracy utility's distribution short of the gap, recouple the
+    coarse and fine parts of its sets (:func:`~fairsched.lp.pricing.recoupling.recoupled`)
+    until its value is within ``gap`` of its bound or ``deadline``, and take the result where
+    it is worth more: every marginal is kept, so it meets the floors (and caps) as the
+    distribution it came from does."""
+    if (type(problem.utility) is not AccuracyUtility or reported.status == "optimal"
+            or reported.support.nnz > RECOUPLE_MEMBERS):
         return
     support, probabilities, value, passes = recoupled(
         lambda sets: column_values(problem.utility, sets), reported.support, reported.probabilities,
@@ -632,9 +633,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                          status=result.status, message=result.message,
                          iterations=int(result.iterations) + grouped_iterations)
     columns = int(result.columns)
-    recouple = type(problem.utility) is AccuracyUtility
-    if recouple and reported.status != "optimal":
-        _recouple(problem, reported, gap=gap, deadline=deadline)
+    _recouple(problem, reported, gap=gap, deadline=deadline)
     if phase_groups is not None and reported.status in ("tailing-off", "stalled", "iteration-limit"):
         # Jensen's bound, out of reach of any distribution when sizes come in classes, and a
         # degenerate master: the LP over equal-size groups prices lower and climbs (size_groups)
@@ -647,8 +646,7 @@ def _column_generation(problem: Problem, *, gap: float, time_limit: float | None
                 and ended in ("tailing-off", "converged", "iteration-limit") and time.perf_counter() < ends):
             columns += _resume(problem, oracle, r, reported, gap=gap, deadline=ends, budget_only=deadline is None,
                                heuristic=heuristic, trades=trades, progress=progress)
-        if recouple and reported.status != "optimal":
-            _recouple(problem, reported, gap=gap, deadline=deadline)
+        _recouple(problem, reported, gap=gap, deadline=deadline)
     order = np.argsort(-reported.probabilities, kind="stable")
     sets = reported.support.to_sets()
     return Optimum(

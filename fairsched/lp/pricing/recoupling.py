@@ -99,13 +99,13 @@ def recouple(columns: Columns, probabilities: np.ndarray, sizes: np.ndarray,
     members = columns.indices[order]
     width = columns.sizes()
     classes = coarse_count * (int(width.max(initial=0)) + 1) + width
+    starts = columns.indptr[:-1]
     parts: list[Columns] = []
     weights: list[np.ndarray] = []
     for key in np.unique(classes):
         atoms = np.flatnonzero(classes == key)
         first, second, share = countermonotone(coarse_size[atoms], fine_size[atoms], probabilities[atoms])
         count, total = int(coarse_count[atoms[0]]), int(width[atoms[0]])
-        starts = columns.indptr[:-1]
         take_coarse = starts[atoms[first]][:, None] + np.arange(count)[None, :]
         take_fine = starts[atoms[second]][:, None] + np.arange(count, total)[None, :]
         block = np.concatenate([members[take_coarse], members[take_fine]], axis=1)
@@ -140,8 +140,8 @@ def split_sizes(columns: Columns, probabilities: np.ndarray, sizes: np.ndarray) 
 def recoupled(values_of: Callable[[Columns], np.ndarray], columns: Columns, probabilities: np.ndarray,
               sizes: np.ndarray, *, target: float = math.inf, rounds: int = 2,
               deadline: float | None = None) -> tuple[Columns, np.ndarray, float, int]:
-    """Passes of :func:`recouple` at each of :func:`split_sizes`, largest first, for
-    ``rounds`` rounds, each kept where it gains more than :data:`MIN_GAIN` (``values_of``
+    """Passes of :func:`recouple` at each of :func:`split_sizes` (computed once: a pass keeps
+    every marginal, so the thresholds do not change), largest first, for ``rounds`` rounds, each kept where it gains more than :data:`MIN_GAIN` (``values_of``
     gives ``f`` of columns).  Stops once the value reaches ``target`` or at ``deadline`` (a
     ``time.perf_counter()`` value), and skips a pass whose support would hold more than
     :data:`MAX_GROWTH` times the members it started with.  Returns the support, its
@@ -149,10 +149,11 @@ def recoupled(values_of: Callable[[Columns], np.ndarray], columns: Columns, prob
     probabilities = np.asarray(probabilities, dtype=float)
     value = float(probabilities @ values_of(columns))
     budget = MAX_GROWTH * max(columns.nnz, 1)
+    thresholds = split_sizes(columns, probabilities, sizes)
     kept = 0
     for _ in range(rounds):
         gained = False
-        for threshold in split_sizes(columns, probabilities, sizes):
+        for threshold in thresholds:
             if value >= target or (deadline is not None and time.perf_counter() >= deadline):
                 return columns, probabilities, value, kept
             support, weights = recouple(columns, probabilities, sizes, threshold)
