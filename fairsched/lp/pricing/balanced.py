@@ -127,27 +127,25 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
     y[y > 1.0 - SNAP] = 1.0
     # the fractional workers by index and by size, and those at 1, kept as the steps go: a
     # step then costs O(fractional), not O(n) (at n = 10,000 half the time was whole-array passes)
-    free = (y > 0.0) & (y < 1.0)
-    fractional = np.flatnonzero(free)
-    fractional_by_size = by_size[free[by_size]]
+    fractional = _Fractional.of(L, y, by_size)
     ones = np.flatnonzero(y >= 1.0)
     for _ in range(max(1, work // max(1, n))):
         if mass < MASS_FLOOR or (deadline is not None and time.perf_counter() > deadline):
             break
-        if not fractional.size:
+        if not fractional.ids.size:
             if ones.size == k:
                 rows.append(ones)
                 weights.append(mass)
                 mass = 0.0
             break
-        vertex = _vertex(L, y, fractional, fractional_by_size, chosen, k - ones.size, large)
+        vertex = _vertex(L, y, fractional, chosen, k - ones.size, large)
         if vertex is None:
             break
         a, b, v_a = vertex
-        inside = chosen[fractional]
-        at_a, at_b = np.searchsorted(fractional, (a, b))
-        theta = _step_length(y[fractional], inside, at_a, at_b, v_a)
-        base = np.sort(np.concatenate([ones, fractional[inside]]))
+        inside = chosen[fractional.ids]
+        at_a, at_b = np.searchsorted(fractional.ids, (a, b))
+        theta = _step_length(fractional.y, inside, at_a, at_b, v_a)
+        base = np.sort(np.concatenate([ones, fractional.ids[inside]]))
         for member, share in ((a, v_a), (b, 1.0 - v_a)):
             if share > 0.0:
                 rows.append(np.append(base, member))
@@ -157,17 +155,12 @@ def balanced_columns(sizes: np.ndarray, x: np.ndarray, k: int, *, deadline: floa
             break
         v = inside.astype(float)
         v[at_a], v[at_b] = v_a, 1.0 - v_a
-        moved = np.clip((y[fractional] - theta * v) / (1.0 - theta), 0.0, 1.0)
+        moved = np.clip((fractional.y - theta * v) / (1.0 - theta), 0.0, 1.0)
         moved[moved < SNAP] = 0.0
         moved[moved > 1.0 - SNAP] = 1.0
-        y[fractional] = moved
+        y[fractional.ids] = moved
         mass *= 1.0 - theta
-        settled = (moved <= 0.0) | (moved >= 1.0)
-        if settled.any():
-            ones = np.sort(np.concatenate([ones, fractional[moved >= 1.0]]))
-            free[fractional[settled]] = False
-            fractional = fractional[~settled]
-            fractional_by_size = fractional_by_size[free[fractional_by_size]]
+        ones = fractional.move(moved, ones)
     weights_all = np.array(weights)
     keep = weights_all > 0.0
     parts = [Columns.from_rows(np.array(rows, dtype=np.int64).reshape(-1, k)[keep], n) if keep.any()
@@ -193,42 +186,80 @@ def _large(L: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
     return large
 
 
-def _vertex(L: np.ndarray, y: np.ndarray, fractional: np.ndarray, fractional_by_size: np.ndarray,
-            chosen: np.ndarray, places: int, large: np.ndarray) -> tuple[int, int, float] | None:
+@dataclass
+class _Fractional:
+    """The workers with ``0 < y < 1`` of :func:`balanced_columns`, with what the steps read
+    of them: ``ids`` in increasing order with their ``y`` and ``sizes``, and the same
+    workers ordered by size (then index) with their sizes."""
+
+    ids: np.ndarray
+    y: np.ndarray
+    sizes: np.ndarray
+    by_size: np.ndarray
+    sizes_by_size: np.ndarray
+
+    @classmethod
+    def of(cls, L: np.ndarray, y: np.ndarray, by_size: np.ndarray) -> _Fractional:
+        """Those of ``y`` (``by_size`` orders all workers by size, then index)."""
+        free = (y > 0.0) & (y < 1.0)
+        ids = np.flatnonzero(free)
+        ordered = by_size[free[by_size]]
+        return cls(ids, y[ids], L[ids], ordered, L[ordered])
+
+    def move(self, moved: np.ndarray, ones: np.ndarray) -> np.ndarray:
+        """Takes the new ``y`` of :attr:`ids`, drops those now at 0 or 1 and returns ``ones``
+        (sorted) with those at 1 added."""
+        self.y = moved
+        settled = (moved <= 0.0) | (moved >= 1.0)
+        if not settled.any():
+            return ones
+        ones = np.sort(np.concatenate([ones, self.ids[moved >= 1.0]]))
+        gone = np.zeros(int(self.ids[-1]) + 1, dtype=bool)
+        gone[self.ids[settled]] = True
+        left = ~gone[self.by_size]
+        self.ids, self.y, self.sizes = self.ids[~settled], moved[~settled], self.sizes[~settled]
+        self.by_size, self.sizes_by_size = self.by_size[left], self.sizes_by_size[left]
+        return ones
+
+
+def _vertex(L: np.ndarray, y: np.ndarray, fractional: _Fractional, chosen: np.ndarray, places: int,
+            large: np.ndarray) -> tuple[int, int, float] | None:
     """Step 1 of the module docstring: sets ``chosen`` to ``A`` in place and returns
     ``(a, b, v_a)``, or None when no pair of consecutive sizes straddles the remainder.
 
-    ``fractional`` holds the workers with ``0 < y < 1`` in increasing order, and
-    ``fractional_by_size`` the same workers by size (then index).  ``A`` holds the largest
-    fractional ``large`` worker (:func:`_large`), if any, and no other: the large ones' mass
-    then stays at most 1 and no set holds two of them.  Only the others are swapped or
-    paired."""
-    index = fractional
-    if places < 1 or abs(float(y[index].sum()) - places) > 1e-6:
+    ``A`` holds the largest fractional ``large`` worker (:func:`_large`), if any, and no
+    other: the large ones' mass then stays at most 1 and no set holds two of them.  Only the
+    others are swapped or paired."""
+    index = fractional.ids
+    if places < 1 or abs(float(fractional.y.sum()) - places) > 1e-6:
         return None
     chosen[:] = False
-    big = index[large[index]]
-    small = index[~large[index]]
-    if places > 1 and big.size and small.size >= places:
+    is_large = large[index]
+    big = index[is_large]
+    if places > 1 and big.size and index.size - big.size >= places:
+        small = index[~is_large]
         chosen[big[np.argmax(L[big])]] = True
         if places > 2:
             chosen[small[np.argpartition(-y[small], places - 3)[: places - 2]]] = True
     elif places > 1:  # the fractional workers of largest y: θ, the mass a step takes, is then large
-        chosen[index[np.argpartition(-y[index], places - 2)[: places - 1]]] = True
-    total = float(L[index] @ y[index])
+        chosen[index[np.argpartition(-fractional.y, places - 2)[: places - 1]]] = True
+    total = float(fractional.sizes @ fractional.y)
     fixed = big.size and chosen[big].any()  # the large member stays
-    movable_by_size = ~large[fractional_by_size] if fixed else np.ones(fractional_by_size.size, dtype=bool)
-    movable = index[~large[index]] if fixed else index
+    movable_by_size = ~large[fractional.by_size] if fixed else None
 
     def others() -> tuple[np.ndarray, np.ndarray, float]:
         """The other fractional workers that may move, by size, their sizes, and ``R``
         (``total`` less the members' sizes)."""
-        outside = fractional_by_size[movable_by_size & ~chosen[fractional_by_size]]
-        return outside, L[outside], total - float(L[index[chosen[index]]].sum())
+        stays = ~chosen[fractional.by_size]
+        if movable_by_size is not None:
+            stays &= movable_by_size
+        return (fractional.by_size[stays], fractional.sizes_by_size[stays],
+                total - float(L[np.flatnonzero(chosen)].sum()))
 
     def movable_members() -> np.ndarray:
         """The members that may be traded, in increasing order."""
-        return movable[chosen[movable]]
+        members = np.flatnonzero(chosen)
+        return members[~large[members]] if fixed else members
 
     outside, spread, remainder = others()
     members = movable_members()
@@ -264,7 +295,7 @@ def _vertex(L: np.ndarray, y: np.ndarray, fractional: np.ndarray, fractional_by_
         remainder += float(L[out] - L[into])
         swapped = True
     if swapped:  # R afresh, without the round-off of the updates
-        remainder = total - float(L[index[chosen[index]]].sum())
+        remainder = total - float(L[np.flatnonzero(chosen)].sum())
     if not spread[0] <= remainder <= spread[-1]:
         members = movable_members()
         traded_out, traded_in = _trades(L, members, outside, remainder < spread[0], remainder, places)
