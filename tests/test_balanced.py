@@ -112,7 +112,7 @@ def _members_and_outsiders(data, sizes: str) -> tuple[np.ndarray, np.ndarray, np
 def test_bulk_trades_approach_the_target_without_passing_it(data, sizes, target):
     L, members, outside = _members_and_outsiders(data, sizes)
     remainder = float(data.draw(st.floats(-5000, 5000)))
-    out, into = _towards(L, members, outside, remainder, target)
+    out, into = _towards(L, members, outside, L[outside], remainder, target)
     assert out.size == into.size and np.isin(out, members).all() and np.isin(into, outside).all()
     moved = remainder + float(L[out].sum() - L[into].sum())
     low = remainder < target
@@ -138,12 +138,13 @@ def test_bulk_trades_go_round_a_member_too_large_to_trade():
     small members are traded (two-class draws: stopping at it left each step to single swaps)."""
     L = np.array([19_265.0] + [180.0] * 10 + [30.0] * 20)
     members, outside = np.arange(11), np.arange(11, 31)
-    out, into = _towards(L, members, outside, -1_500.0, 100.0)
+    out, into = _towards(L, members, outside, L[outside], -1_500.0, 100.0)
     assert 0 not in out and out.size == 10 and into.size == 10
     assert -1_500.0 + float(L[out].sum() - L[into].sum()) == 0.0
     # above the target, an outsider too large to take in is left out
     L2 = np.array([50.0] * 5 + [19_265.0] + [150.0] * 10)
-    out2, into2 = _towards(L2, np.arange(5), np.arange(5, 16)[np.argsort(L2[5:], kind="stable")], 1_000.0, 500.0)
+    outside2 = np.arange(5, 16)[np.argsort(L2[5:], kind="stable")]
+    out2, into2 = _towards(L2, np.arange(5), outside2, L2[outside2], 1_000.0, 500.0)
     assert 5 not in into2 and out2.size == 5 and 1_000.0 + float(L2[out2].sum() - L2[into2].sum()) == 500.0
 
 

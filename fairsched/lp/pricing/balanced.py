@@ -268,7 +268,7 @@ def _vertex(L: np.ndarray, y: np.ndarray, fractional: _Fractional, chosen: np.nd
         if _in_band(spread, remainder) or not members.size:
             break
         # far from the band (A of largest y may hold the largest sizes): many pairs at once
-        traded_out, traded_in = _towards(L, members, outside, remainder, spread[spread.size // 2])
+        traded_out, traded_in = _towards(L, members, outside, spread, remainder, spread[spread.size // 2])
         if traded_out.size:
             chosen[traded_out], chosen[traded_in] = False, True
             outside, spread, remainder = others()
@@ -339,14 +339,15 @@ def _extreme_pairs(L: np.ndarray, members: np.ndarray, outside: np.ndarray, low:
     return out, inside, L[out[:count]] - L[inside[:count]]
 
 
-def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, remainder: float,
+def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, spread: np.ndarray, remainder: float,
              target: float) -> tuple[np.ndarray, np.ndarray]:
     """The members to trade out and the outsiders to take in that bring the remainder ``R``
-    nearest ``target`` without passing it, extremes first: below it, the largest members for
-    the smallest outsiders (each pair moves ``R`` by ``L_out − L_in``), above it the
-    smallest for the largest.  Single swaps then finish the fit (:func:`_vertex`): one at a
-    time they needed all :data:`FIT_SWAPS` and more in every step of a class at
-    ``n = 100,000``, ``k = 1,000``, whose ``A`` of largest ``y`` was 10^5 too large.
+    nearest ``target`` without passing it (``spread`` holds the sizes of ``outside``, sorted by
+    size), extremes first: below it, the largest members for the smallest outsiders (each
+    pair moves ``R`` by ``L_out − L_in``), above it the smallest for the largest.  Single
+    swaps then finish the fit (:func:`_vertex`): one at a time they needed all
+    :data:`FIT_SWAPS` and more in every step of a class at ``n = 100,000``, ``k = 1,000``,
+    whose ``A`` of largest ``y`` was 10^5 too large.
 
     A member whose trade for the smallest outsider alone passes the target stays (a worker
     of size 19,265 among members of 20–200 with ``R`` 12,000 short), and above the target an
@@ -363,7 +364,7 @@ def _towards(L: np.ndarray, members: np.ndarray, outside: np.ndarray, remainder:
     if low:  # members too large to trade even for the smallest outsider
         out = out[L[out] - L[inside[0]] <= target - remainder]
     else:  # outsiders too large to take in even for the smallest member
-        inside = inside[L[out[0]] - L[inside] >= target - remainder]
+        inside = outside[L[out[0]] - spread >= target - remainder][::-1]
     count = min(out.size, inside.size)
     moves = L[out[:count]] - L[inside[:count]]
     after = remainder + np.cumsum(moves)
