@@ -66,7 +66,13 @@ What is left when the work cap, the deadline or a remainder no pair straddles st
 steps is sampled systematically
 (:func:`~fairsched.lp.pricing.initial.systematic_columns`), so the marginals are exactly ``x``
 (up to round-off) whenever the loop ends.  Each step is ``O(n)``; ``work`` caps steps times
-``n``, so the whole is ``O(work + n·k)`` time and ``O(n·k)`` memory, never ``O(n²)``.
+``n``, so the whole is ``O(work + n·k)`` time and ``O(n·k)`` memory, never ``O(n²)``.  Of a
+step's ``O(n)`` only two byte passes (clearing and reading the membership of ``A``) run over
+all workers; the arrays it computes with hold only the fractional ones, kept by index and by
+size as the steps settle them (:class:`_Fractional`), so late steps, with few left, are
+cheap: two-class sizes at ``n = 10,000``, ``k = 100`` decompose in 3.8-4.2 s instead of
+7.0-9.2 s, bit for bit the same sets (``benchmarks/README.md``, *The balanced decomposition
+over the fractional workers only*).
 """
 
 from __future__ import annotations
