@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 
 from fairsched.lp.pricing.accuracy import AccuracyPricing
 from fairsched.lp.pricing.balanced import (
+    _Fractional,
     _large,
+    _move,
     _towards,
     _trades,
     balanced_columns,
@@ -92,6 +94,46 @@ def test_marginals_are_exact_whatever_the_sizes_and_floors(n, data):
     assert abs(x.sum() - k) < 1e-9
     marginals_of(L, x, k)
     marginals_of(L, x, k, work=n)  # one step, then the systematic sample of the rest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from(["ties", "spread"]))
+def test_a_single_swap_keeps_the_outsiders_ordered_by_size_then_index(data, sizes):
+    """:func:`_move` replaces one outsider by a member in place: the result is the sorted
+    order (by size, then index) of the outsiders after the swap, whatever the sizes and ties."""
+    L, members, outside = _members_and_outsiders(data, sizes)
+    if not (members.size and outside.size):
+        return
+    taken = data.draw(st.integers(0, outside.size - 1))
+    out = int(members[data.draw(st.integers(0, members.size - 1))])
+    swapped = np.append(np.delete(outside, taken), out)
+    expected = swapped[np.lexsort((swapped, L[swapped]))]
+    spread = L[outside].copy()
+    moved = outside.copy()
+    _move(moved, spread, taken, out, float(L[out]))
+    np.testing.assert_array_equal(moved, expected)
+    np.testing.assert_array_equal(spread, L[expected])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.data())
+def test_the_fractional_record_drops_exactly_the_settled_workers(n, data):
+    """:class:`_Fractional` keeps the workers with ``0 < y < 1`` by index and by size (then
+    index) with their ``y`` and sizes; after a step it drops those now at 0 or 1 and adds those
+    at 1 to ``ones``, as a fresh record of the new ``y`` would."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    L = rng.integers(1, 6, n).astype(float)  # ties, ordered by index
+    y = rng.choice([0.0, 0.3, 0.7, 1.0], n)
+    by_size = np.argsort(L, kind="stable")
+    record = _Fractional.of(L, y, by_size)
+    ones = np.flatnonzero(y >= 1.0)
+    moved = rng.choice([0.0, 0.4, 1.0], record.ids.size)
+    y[record.ids] = moved
+    ones = record.settle(moved, ones)
+    fresh = _Fractional.of(L, y, by_size)
+    for name in ("ids", "y", "sizes", "by_size", "sizes_by_size"):
+        np.testing.assert_array_equal(getattr(record, name), getattr(fresh, name))
+    np.testing.assert_array_equal(ones, np.flatnonzero(y >= 1.0))
 
 
 def _members_and_outsiders(data, sizes: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
