@@ -32,8 +32,8 @@ from collections.abc import Iterator
 import numpy as np
 from bench_balanced import CASES, instance
 
-from fairsched.lp.pricing import balanced
 from fairsched.instances import load_instance
+from fairsched.lp.pricing import balanced
 from fairsched.lp.pricing.initial import column_values, starting_point
 from fairsched.problem import Problem
 
