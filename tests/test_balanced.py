@@ -131,7 +131,7 @@ def test_the_fractional_record_drops_exactly_the_settled_workers(n, data):
     y[record.ids] = moved
     ones = record.settle(moved, ones)
     fresh = _Fractional.of(L, y, by_size)
-    for name in ("ids", "y", "sizes", "by_size", "sizes_by_size"):
+    for name in ("ids", "y", "sizes", "by_size", "sizes_by_size", "free"):
         np.testing.assert_array_equal(getattr(record, name), getattr(fresh, name))
     np.testing.assert_array_equal(ones, np.flatnonzero(y >= 1.0))
 

@@ -197,13 +197,14 @@ def _large(L: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
 class _Fractional:
     """The workers with ``0 < y < 1`` of :func:`balanced_columns`, with what the steps read
     of them: ``ids`` in increasing order with their ``y`` and ``sizes``, and the same
-    workers ordered by size (then index) with their sizes."""
+    workers ordered by size (then index) with their sizes; ``free`` marks them among all."""
 
     ids: np.ndarray
     y: np.ndarray
     sizes: np.ndarray
     by_size: np.ndarray
     sizes_by_size: np.ndarray
+    free: np.ndarray
 
     @classmethod
     def of(cls, L: np.ndarray, y: np.ndarray, by_size: np.ndarray) -> _Fractional:
@@ -211,7 +212,7 @@ class _Fractional:
         free = (y > 0.0) & (y < 1.0)
         ids = np.flatnonzero(free)
         ordered = by_size[free[by_size]]
-        return cls(ids, y[ids], L[ids], ordered, L[ordered])
+        return cls(ids, y[ids], L[ids], ordered, L[ordered], free)
 
     def settle(self, moved: np.ndarray, ones: np.ndarray) -> np.ndarray:
         """Takes the new ``y`` of :attr:`ids`, drops those now at 0 or 1 and returns ``ones``
@@ -221,9 +222,8 @@ class _Fractional:
         if not settled.any():
             return ones
         ones = np.sort(np.concatenate([ones, self.ids[moved >= 1.0]]))
-        gone = np.zeros(int(self.ids[-1]) + 1, dtype=bool)
-        gone[self.ids[settled]] = True
-        left = ~gone[self.by_size]
+        self.free[self.ids[settled]] = False
+        left = self.free[self.by_size]
         self.ids, self.y, self.sizes = self.ids[~settled], moved[~settled], self.sizes[~settled]
         self.by_size, self.sizes_by_size = self.by_size[left], self.sizes_by_size[left]
         return ones
