@@ -141,8 +141,9 @@ def recoupled(values_of: Callable[[Columns], np.ndarray], columns: Columns, prob
               sizes: np.ndarray, *, target: float = math.inf, rounds: int = 2,
               deadline: float | None = None) -> tuple[Columns, np.ndarray, float, int]:
     """Passes of :func:`recouple` at each of :func:`split_sizes` (computed once: a pass keeps
-    every marginal, so the thresholds do not change), largest first, for ``rounds`` rounds, each kept where it gains more than :data:`MIN_GAIN` (``values_of``
-    gives ``f`` of columns).  Stops once the value reaches ``target`` or at ``deadline`` (a
+    every marginal, so the thresholds do not change), largest first, for ``rounds`` rounds,
+    each kept where it gains more than :data:`MIN_GAIN` (``values_of`` gives ``f`` of
+    columns).  Stops once the value reaches ``target`` or at ``deadline`` (a
     ``time.perf_counter()`` value), and skips a pass whose support would hold more than
     :data:`MAX_GROWTH` times the members it started with.  Returns the support, its
     probabilities, its value and the number of passes kept."""
