@@ -255,14 +255,16 @@ def _vertex(L: np.ndarray, y: np.ndarray, fractional: _Fractional, chosen: np.nd
     fixed = big.size and chosen[big].any()  # the large member stays
     movable_by_size = ~large[fractional.by_size] if fixed else None
 
+    def remainder_now() -> float:
+        """``R``: ``total`` less the members' sizes."""
+        return total - float(L[np.flatnonzero(chosen)].sum())
+
     def others() -> tuple[np.ndarray, np.ndarray, float]:
-        """The other fractional workers that may move, by size, their sizes, and ``R``
-        (``total`` less the members' sizes)."""
+        """The other fractional workers that may move, by size, their sizes, and ``R``."""
         stays = ~chosen[fractional.by_size]
         if movable_by_size is not None:
             stays &= movable_by_size
-        return (fractional.by_size[stays], fractional.sizes_by_size[stays],
-                total - float(L[np.flatnonzero(chosen)].sum()))
+        return fractional.by_size[stays], fractional.sizes_by_size[stays], remainder_now()
 
     def movable_members() -> np.ndarray:
         """The members that may be traded, in increasing order."""
@@ -303,7 +305,7 @@ def _vertex(L: np.ndarray, y: np.ndarray, fractional: _Fractional, chosen: np.nd
         remainder += float(L[out] - L[into])
         swapped = True
     if swapped:  # R afresh, without the round-off of the updates
-        remainder = total - float(L[np.flatnonzero(chosen)].sum())
+        remainder = remainder_now()
     if not spread[0] <= remainder <= spread[-1]:
         members = movable_members()
         traded_out, traded_in = _trades(L, members, outside, remainder < spread[0], remainder, places)
