@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
@@ -470,3 +471,127 @@ def test_exact_calls_are_spaced_by_their_share_of_the_time(monkeypatch, share):
         assert not set(due) <= set(exact_at)
     assert found.status in ("certified", "iteration-limit")
     assert found.bound >= found.value - 1e-12
+
+
+def rewards_by_hand(counts: np.ndarray, lam: np.ndarray, pi: np.ndarray, cut_group: np.ndarray,
+                    cut_size: np.ndarray) -> np.ndarray:
+    """``λ_G·c_G + Σ_cuts π·min(c_G, j)`` of each row of dense counts, by loops."""
+    out = np.zeros(counts.shape[0])
+    for i, row in enumerate(counts):
+        out[i] = float(lam @ row) + sum(p * min(row[g], j) for g, j, p in zip(cut_group, cut_size, pi))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_column_rewards_from_the_table_equal_the_sum_by_hand(seed):
+    """The dual value of columns read from one table of group by count equals the sum written
+    out, cuts on the same group several times included."""
+    from fairsched.lp.size_groups import _AggregatedMaster
+
+    rng = np.random.default_rng(seed)
+    groups, m = int(rng.integers(1, 6)), int(rng.integers(1, 8))
+    counts = rng.integers(0, 5, (m, groups)) * (rng.random((m, groups)) < 0.6)
+    master = _AggregatedMaster(np.zeros(groups), 10)
+    cuts = int(rng.integers(0, 6))
+    master.cut_group = rng.integers(0, groups, cuts)
+    master.cut_size = rng.integers(1, 5, cuts)
+    lam, pi = rng.random(groups), rng.random(cuts)
+    got = master.column_rewards(sp.csr_array(counts), lam, pi)
+    expected = rewards_by_hand(counts, lam, pi, master.cut_group, master.cut_size)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+# draws whose LP over every k-set and the groups' rows alone violates some Gale inequality
+@pytest.mark.parametrize(("k", "seed"), [(4, 19), (4, 34), (4, 37), (5, 0), (5, 18), (5, 22), (5, 34)])
+def test_a_sifted_master_solves_the_whole_pools_lp(monkeypatch, k, seed):
+    """With HiGHS's working set cut back to a few columns after every solve, the master's
+    optimum is still the LP over every column added, Gale's cuts included (added as the loop
+    adds them, after most columns left the working set): the value of the same master
+    solved with all columns held and of an LP written here, duals under which no column of
+    the pool has a positive reduced cost, and weights over the pool meeting every row."""
+    import fairsched.lp.size_groups as size_groups_module
+    from fairsched.lp.gale import violated_cuts
+    from fairsched.lp.size_groups import FEASIBILITY_TOLERANCE, _AggregatedMaster
+
+    problem = two_class(seed, n=12, k=k)
+    r = np.asarray(problem.r, dtype=float)
+    groups = size_groups(problem.utility.sizes, np.ones(problem.n, dtype=bool))
+    count = int(groups.max()) + 1
+    need = np.bincount(groups, weights=r, minlength=count)
+    masks = k_subset_masks(problem.n, problem.k)
+    order = np.random.default_rng(seed).permutation(masks.shape[0])
+    masks = masks[order]
+    values = problem.utility.values(masks)
+    # a distribution meeting every floor, the worst one (so that the optimum needs other
+    # columns), held in the working set as the loop holds one
+    exact = optimum(problem, method="enumeration")
+    worst = linprog(values, A_ub=-masks.T.astype(float), b_ub=-r, A_eq=np.ones((1, values.size)), b_eq=[1.0],
+                    bounds=(0, None), method="highs")
+    assert worst.status == 0 and worst.fun < exact.value - 1e-4
+    held = np.flatnonzero(worst.x > 0)
+
+    def solved_master(working):
+        monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", working)
+        master = _AggregatedMaster(need, problem.n)
+        for batch in np.array_split(np.arange(masks.shape[0]), 4):
+            sets = Columns.from_masks(masks[batch])
+            master.add(sets, group_counts(sets, groups, count), values[batch])
+            master.hold(held)
+            solved = master.solve(None)
+        while cuts := violated_cuts(master.counts(), master.weights, groups, r, master.known):
+            master.add_cuts(cuts)
+            solved = master.solve(None)
+        return master, solved
+
+    full, (full_value, *_) = solved_master((10**9, 0.0))
+    sifted, (value, lam, mu, pi) = solved_master((3, 0.0))
+    assert sifted.working.size < sifted.size == masks.shape[0] == full.working.size
+    assert sifted.cut_group.size > 0 and sifted.known == full.known
+    assert value == pytest.approx(full_value, abs=1e-9) and value == pytest.approx(exact.value, abs=1e-9)
+    counts = group_counts(Columns.from_masks(masks), groups, count)
+    reduced = values + sifted.column_rewards(counts, lam, pi) - mu
+    assert reduced.max() <= FEASIBILITY_TOLERANCE * max(1.0, abs(mu)) + 1e-12
+    weights = sifted.weights
+    assert weights.size == masks.shape[0] and weights.min() >= 0 and weights.sum() == pytest.approx(1.0, abs=1e-9)
+    dense = counts.toarray()
+    cut_rows = np.minimum(dense[:, sifted.cut_group], sifted.cut_size[None, :])
+    floors = np.array([np.sort(r[groups == g])[::-1][:j].sum() for g, j in zip(sifted.cut_group, sifted.cut_size)])
+    assert (weights @ dense >= need - 1e-9).all() and (weights @ cut_rows >= floors - 1e-9).all()
+    assert float(weights @ values) == pytest.approx(value, abs=1e-9)
+    # written independently: the same LP by scipy over every column
+    solved = linprog(-values, A_ub=-np.hstack([dense, cut_rows]).T, b_ub=-np.append(need, floors),
+                     A_eq=np.ones((1, values.size)), b_eq=[1.0], bounds=(0, None), method="highs")
+    assert -solved.fun == pytest.approx(value, abs=1e-9)
+
+
+def test_a_sifted_master_still_certifies_enumerations_optimum(monkeypatch):
+    """The loop with HiGHS's working set cut back to a handful of columns whenever it doubles
+    (the pool's other sets joining again by sifting) still certifies ``U_opt`` with a
+    distribution over actual sets meeting every floor, on ten draws (the working set cut
+    back on some of them: most certify before it outgrows the sets held)."""
+    import fairsched.lp.size_groups as size_groups_module
+
+    real = size_groups_module._AggregatedMaster._shrink
+    cut_back = []
+
+    def spy(self, reduced):
+        before = self.working.size
+        real(self, reduced)
+        cut_back.append(before - self.working.size)
+
+    monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", (3, 0.0))
+    monkeypatch.setattr(size_groups_module._AggregatedMaster, "_shrink", spy)
+    for seed in range(10):
+        problem = two_class(seed)
+        exact = optimum(problem, method="enumeration")
+        phase = phase_start(problem)
+        found = phase.run(gap=1e-9)
+        assert found.status == "certified"
+        assert exact.value - 1e-9 <= found.bound
+        if found.support is not None:
+            value = check_distribution(found.support, found.probabilities, problem)
+            assert value == pytest.approx(found.value, abs=1e-12) and relative_gap(value, found.bound) <= 1e-9
+        else:
+            assert relative_gap(phase.pool.value(), found.bound) <= 1e-9
+    assert sum(cut_back) > 0
