@@ -595,3 +595,45 @@ def test_a_sifted_master_still_certifies_enumerations_optimum(monkeypatch):
         else:
             assert relative_gap(phase.pool.value(), found.bound) <= 1e-9
     assert sum(cut_back) > 0
+
+
+def test_an_infeasible_working_set_takes_every_pool_column(monkeypatch):
+    """Holding no distribution, the working set cut back to a few columns can be infeasible
+    once Gale's cuts are added: every pool column then joins it and the master still solves
+    the whole pool's LP (the value of the same master holding every column)."""
+    import highspy
+
+    import fairsched.lp.size_groups as size_groups_module
+    from fairsched.lp.gale import violated_cuts
+    from fairsched.lp.size_groups import _AggregatedMaster
+
+    statuses = []
+    real = size_groups_module._AggregatedMaster._run
+
+    def recorded(self, time_limit):
+        statuses.append(real(self, time_limit))
+        return statuses[-1]
+
+    monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run", recorded)
+    for k, seed in [(4, 19), (4, 34), (4, 37), (5, 0), (5, 18), (5, 22), (5, 34)]:
+        problem = two_class(seed, n=12, k=k)
+        r = np.asarray(problem.r, dtype=float)
+        groups = size_groups(problem.utility.sizes, np.ones(problem.n, dtype=bool))
+        count = int(groups.max()) + 1
+        need = np.bincount(groups, weights=r, minlength=count)
+        masks = k_subset_masks(problem.n, problem.k)
+        values = problem.utility.values(masks)
+        found = []
+        for working in ((10**9, 0.0), (3, 0.0)):
+            monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", working)
+            master = _AggregatedMaster(need, problem.n)
+            for batch in np.array_split(np.arange(masks.shape[0]), 4):
+                sets = Columns.from_masks(masks[batch])
+                master.add(sets, group_counts(sets, groups, count), values[batch])
+                solved = master.solve(None)
+            while cuts := violated_cuts(master.counts(), master.weights, groups, r, master.known):
+                master.add_cuts(cuts)
+                solved = master.solve(None)
+            found.append(solved[0])
+        assert found[1] == pytest.approx(found[0], abs=1e-9)
+    assert highspy.HighsModelStatus.kInfeasible in statuses
