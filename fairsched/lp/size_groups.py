@@ -314,7 +314,8 @@ class _AggregatedMaster:
             left = None if time_limit is None else time_limit - (time.perf_counter() - started)
             if left is not None and left <= 0:
                 return False
-            if status == highspy.HighsModelStatus.kInfeasible:  # the held columns should prevent it
+            if status in (highspy.HighsModelStatus.kInfeasible,  # the held columns should prevent it
+                          highspy.HighsModelStatus.kUnboundedOrInfeasible):  # (p is bounded)
                 outside = np.ones(self.size, dtype=bool)
                 outside[self.working] = False
                 self._load(np.flatnonzero(outside))
