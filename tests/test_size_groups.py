@@ -502,8 +502,57 @@ def test_column_rewards_from_the_table_equal_the_sum_by_hand(seed):
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
-# draws whose LP over every k-set and the groups' rows alone violates some Gale inequality
-@pytest.mark.parametrize(("k", "seed"), [(4, 19), (4, 34), (4, 37), (5, 0), (5, 18), (5, 22), (5, 34)])
+#: draws (``k``, seed; ``n = 12``) whose LP over every k-set and the groups' rows alone violates
+#: some Gale inequality
+CUT_DRAWS = [(4, 19), (4, 34), (4, 37), (5, 0), (5, 18), (5, 22), (5, 34)]
+
+
+@dataclasses.dataclass(frozen=True)
+class EveryKSet:
+    """A two-class draw with every k-set (in a seeded order), its floors and its size groups
+    with every worker priced."""
+
+    problem: Problem
+    r: np.ndarray
+    groups: np.ndarray
+    count: int
+    need: np.ndarray
+    masks: np.ndarray
+    values: np.ndarray
+
+
+def every_k_set(k: int, seed: int) -> EveryKSet:
+    problem = two_class(seed, n=12, k=k)
+    r = np.asarray(problem.r, dtype=float)
+    groups = size_groups(problem.utility.sizes, np.ones(problem.n, dtype=bool))
+    count = int(groups.max()) + 1
+    masks = k_subset_masks(problem.n, problem.k)
+    masks = masks[np.random.default_rng(seed).permutation(masks.shape[0])]
+    return EveryKSet(problem, r, groups, count, np.bincount(groups, weights=r, minlength=count), masks,
+                     problem.utility.values(masks))
+
+
+def solved_in_batches(draw: EveryKSet, held: np.ndarray | None = None):
+    """The aggregated master given the draw's k-sets in four batches, solved after each (the
+    sets at ``held`` held), then Gale's cuts added as the loop adds them until none is
+    violated: the master and its last solve."""
+    from fairsched.lp.gale import violated_cuts
+    from fairsched.lp.size_groups import _AggregatedMaster
+
+    master = _AggregatedMaster(draw.need, draw.problem.n)
+    for batch in np.array_split(np.arange(draw.masks.shape[0]), 4):
+        sets = Columns.from_masks(draw.masks[batch])
+        master.add(sets, group_counts(sets, draw.groups, draw.count), draw.values[batch])
+        if held is not None:
+            master.hold(held)
+        solved = master.solve(None)
+    while cuts := violated_cuts(master.counts(), master.weights, draw.groups, draw.r, master.known):
+        master.add_cuts(cuts)
+        solved = master.solve(None)
+    return master, solved
+
+
+@pytest.mark.parametrize(("k", "seed"), CUT_DRAWS)
 def test_a_sifted_master_solves_the_whole_pools_lp(monkeypatch, k, seed):
     """With HiGHS's working set cut back to a few columns after every solve, the master's
     optimum is still the LP over every column added, Gale's cuts included (added as the loop
@@ -511,18 +560,10 @@ def test_a_sifted_master_solves_the_whole_pools_lp(monkeypatch, k, seed):
     solved with all columns held and of an LP written here, duals under which no column of
     the pool has a positive reduced cost, and weights over the pool meeting every row."""
     import fairsched.lp.size_groups as size_groups_module
-    from fairsched.lp.gale import violated_cuts
-    from fairsched.lp.size_groups import FEASIBILITY_TOLERANCE, _AggregatedMaster
+    from fairsched.lp.size_groups import FEASIBILITY_TOLERANCE
 
-    problem = two_class(seed, n=12, k=k)
-    r = np.asarray(problem.r, dtype=float)
-    groups = size_groups(problem.utility.sizes, np.ones(problem.n, dtype=bool))
-    count = int(groups.max()) + 1
-    need = np.bincount(groups, weights=r, minlength=count)
-    masks = k_subset_masks(problem.n, problem.k)
-    order = np.random.default_rng(seed).permutation(masks.shape[0])
-    masks = masks[order]
-    values = problem.utility.values(masks)
+    draw = every_k_set(k, seed)
+    problem, r, groups, masks, values = draw.problem, draw.r, draw.groups, draw.masks, draw.values
     # a distribution meeting every floor, the worst one (so that the optimum needs other
     # columns), held in the working set as the loop holds one
     exact = optimum(problem, method="enumeration")
@@ -530,26 +571,14 @@ def test_a_sifted_master_solves_the_whole_pools_lp(monkeypatch, k, seed):
                     bounds=(0, None), method="highs")
     assert worst.status == 0 and worst.fun < exact.value - 1e-4
     held = np.flatnonzero(worst.x > 0)
-
-    def solved_master(working):
-        monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", working)
-        master = _AggregatedMaster(need, problem.n)
-        for batch in np.array_split(np.arange(masks.shape[0]), 4):
-            sets = Columns.from_masks(masks[batch])
-            master.add(sets, group_counts(sets, groups, count), values[batch])
-            master.hold(held)
-            solved = master.solve(None)
-        while cuts := violated_cuts(master.counts(), master.weights, groups, r, master.known):
-            master.add_cuts(cuts)
-            solved = master.solve(None)
-        return master, solved
-
-    full, (full_value, *_) = solved_master((10**9, 0.0))
-    sifted, (value, lam, mu, pi) = solved_master((3, 0.0))
+    monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", (10**9, 0.0))
+    full, (full_value, *_) = solved_in_batches(draw, held)
+    monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", (3, 0.0))
+    sifted, (value, lam, mu, pi) = solved_in_batches(draw, held)
     assert sifted.working.size < sifted.size == masks.shape[0] == full.working.size
     assert sifted.cut_group.size > 0 and sifted.known == full.known
     assert value == pytest.approx(full_value, abs=1e-9) and value == pytest.approx(exact.value, abs=1e-9)
-    counts = group_counts(Columns.from_masks(masks), groups, count)
+    counts = group_counts(Columns.from_masks(masks), groups, draw.count)
     reduced = values + sifted.column_rewards(counts, lam, pi) - mu
     assert reduced.max() <= FEASIBILITY_TOLERANCE * max(1.0, abs(mu)) + 1e-12
     weights = sifted.weights
@@ -557,10 +586,10 @@ def test_a_sifted_master_solves_the_whole_pools_lp(monkeypatch, k, seed):
     dense = counts.toarray()
     cut_rows = np.minimum(dense[:, sifted.cut_group], sifted.cut_size[None, :])
     floors = np.array([np.sort(r[groups == g])[::-1][:j].sum() for g, j in zip(sifted.cut_group, sifted.cut_size)])
-    assert (weights @ dense >= need - 1e-9).all() and (weights @ cut_rows >= floors - 1e-9).all()
+    assert (weights @ dense >= draw.need - 1e-9).all() and (weights @ cut_rows >= floors - 1e-9).all()
     assert float(weights @ values) == pytest.approx(value, abs=1e-9)
     # written independently: the same LP by scipy over every column
-    solved = linprog(-values, A_ub=-np.hstack([dense, cut_rows]).T, b_ub=-np.append(need, floors),
+    solved = linprog(-values, A_ub=-np.hstack([dense, cut_rows]).T, b_ub=-np.append(draw.need, floors),
                      A_eq=np.ones((1, values.size)), b_eq=[1.0], bounds=(0, None), method="highs")
     assert -solved.fun == pytest.approx(value, abs=1e-9)
 
@@ -604,8 +633,6 @@ def test_an_infeasible_working_set_takes_every_pool_column(monkeypatch):
     import highspy
 
     import fairsched.lp.size_groups as size_groups_module
-    from fairsched.lp.gale import violated_cuts
-    from fairsched.lp.size_groups import _AggregatedMaster
 
     statuses = []
     real = size_groups_module._AggregatedMaster._run
@@ -615,25 +642,11 @@ def test_an_infeasible_working_set_takes_every_pool_column(monkeypatch):
         return statuses[-1]
 
     monkeypatch.setattr(size_groups_module._AggregatedMaster, "_run", recorded)
-    for k, seed in [(4, 19), (4, 34), (4, 37), (5, 0), (5, 18), (5, 22), (5, 34)]:
-        problem = two_class(seed, n=12, k=k)
-        r = np.asarray(problem.r, dtype=float)
-        groups = size_groups(problem.utility.sizes, np.ones(problem.n, dtype=bool))
-        count = int(groups.max()) + 1
-        need = np.bincount(groups, weights=r, minlength=count)
-        masks = k_subset_masks(problem.n, problem.k)
-        values = problem.utility.values(masks)
+    for k, seed in CUT_DRAWS:
+        draw = every_k_set(k, seed)
         found = []
         for working in ((10**9, 0.0), (3, 0.0)):
             monkeypatch.setattr(size_groups_module, "WORKING_COLUMNS", working)
-            master = _AggregatedMaster(need, problem.n)
-            for batch in np.array_split(np.arange(masks.shape[0]), 4):
-                sets = Columns.from_masks(masks[batch])
-                master.add(sets, group_counts(sets, groups, count), values[batch])
-                solved = master.solve(None)
-            while cuts := violated_cuts(master.counts(), master.weights, groups, r, master.known):
-                master.add_cuts(cuts)
-                solved = master.solve(None)
-            found.append(solved[0])
+            found.append(solved_in_batches(draw)[1][0])
         assert found[1] == pytest.approx(found[0], abs=1e-9)
     assert highspy.HighsModelStatus.kInfeasible in statuses
