@@ -360,6 +360,20 @@ def test_no_resume_after_the_phase_spent_its_budget(monkeypatch):
     check_certificate(opt, problem, solve_module.DEFAULT_GAP)
 
 
+def test_a_phase_stopped_by_the_time_limit_reports_time_limit(monkeypatch):
+    """With a time limit, a phase stopped by it ends the run at the limit: the status says
+    "time-limit", not the "tailing-off" with which column generation handed over, and what
+    was certified stands (``fairsched run`` on two-class ``n = 1,000, k = 50`` reported
+    "tailing-off" after its 60 s budget)."""
+    problem = two_class(0)
+    calls, phases = handed_over_at_once(monkeypatch, phase_iterations=None)
+    opt = optimum(problem, method="column-generation", time_limit=600.0)
+    assert calls[0][1].status == "tailing-off" and phases[0].status == "time-limit"
+    assert opt.status == "time-limit" and not opt.success
+    assert "the LP over groups of equal size" in opt.message and "time-limit after" in opt.message
+    check_certificate(opt, problem, solve_module.DEFAULT_GAP)
+
+
 def two_size_classes(seed: int, n: int = 300, k: int = 20) -> Problem:
     """5 % large workers (sizes 5,000–20,000, floor 0.001) among small ones (20–200), floors
     scaled to ``Σ r = 0.85·k``: the phase needs tens of iterations here."""

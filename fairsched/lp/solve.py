@@ -399,6 +399,8 @@ def _size_group_phase(problem: Problem, oracle: object, r: np.ndarray, relaxatio
     changes = ([f"a distribution realised from it, worth {worth:.10g}"] if took_distribution else []) + \
         ([f"its bound {sized.bound:.10g}"] if took_bound else [])
     ended = "budget" if sized.status == "time-limit" and budget_only else sized.status
+    if ended == "time-limit" and reported.status != "optimal":  # the run's time limit stopped it
+        reported.status = "time-limit"
     ending = f"{_phase_end(ended)} after {sized.iterations} iterations, {sized.cuts} of Gale's cuts"
     if changes:
         reported.message = (f"{reported.status}: the LP over groups of equal size ({ending}) gave "
