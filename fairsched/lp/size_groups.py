@@ -171,11 +171,10 @@ class _AggregatedMaster:
     def __init__(self, need: np.ndarray, n: int):
         self.groups = need.size
         self.n = n
-        self.parts: list[Columns] = []
-        self.count_parts: list[sp.csr_array] = []
-        self._counts: sp.csr_array | None = None
+        # the pool's sets and group counts, joined, and the batches added since they were joined
+        self._sets, self._pending_sets = Columns.empty(n), []
+        self._counts, self._pending_counts = sp.csr_array((0, self.groups)), []
         self._counts_csc: sp.csc_array | None = None
-        self._columns: Columns | None = None
         self.values = np.zeros(0)
         self.working = np.zeros(0, dtype=np.int64)  # the pool positions HiGHS holds, in its order
         self.held = np.zeros(0, dtype=np.int64)  # pool positions never dropped from it (:meth:`hold`)
@@ -210,18 +209,17 @@ class _AggregatedMaster:
         return self._counts_csc
 
     def _count_rows(self) -> sp.csr_array:
-        """:meth:`counts` by rows: the parts added since the last call joined to the rest once."""
-        if self._counts is None or self._counts.shape[0] < self.size:
-            done = 0 if self._counts is None else self._counts.shape[0]
-            fresh, total = [], 0
-            for part in reversed(self.count_parts):
-                if total >= self.size - done:
-                    break
-                fresh.append(part)
-                total += part.shape[0]
-            blocks = ([] if self._counts is None else [self._counts]) + fresh[::-1]
-            self._counts = sp.vstack(blocks, format="csr")
+        """:meth:`counts` by rows: the batches added since the last call joined to the rest once."""
+        if self._pending_counts:
+            self._counts = sp.vstack([self._counts, *self._pending_counts], format="csr")
+            self._pending_counts.clear()
         return self._counts
+
+    def _outside(self) -> np.ndarray:
+        """Which pool columns HiGHS's working set does not hold (a mask over the pool)."""
+        outside = np.ones(self.size, dtype=bool)
+        outside[self.working] = False
+        return outside
 
     def _cut_coefficients(self, counts: sp.sparray, group: np.ndarray | None = None,
                           size: np.ndarray | None = None) -> sp.csc_array:
@@ -261,10 +259,10 @@ class _AggregatedMaster:
         if m == 0:
             return
         first = self.size
-        self.parts.append(columns)
-        self.count_parts.append(counts.tocsr())
+        self._pending_sets.append(columns)
+        self._pending_counts.append(counts.tocsr())
         self.values = np.concatenate([self.values, np.asarray(values, dtype=float)])
-        self._counts_csc = self._columns = None
+        self._counts_csc = None
         self._load(np.arange(first, first + m))
 
     def add_cuts(self, cuts: list[tuple[int, int, float]]) -> None:
@@ -316,9 +314,7 @@ class _AggregatedMaster:
                 return False
             if status in (highspy.HighsModelStatus.kInfeasible,  # the held columns should prevent it
                           highspy.HighsModelStatus.kUnboundedOrInfeasible):  # (p is bounded)
-                outside = np.ones(self.size, dtype=bool)
-                outside[self.working] = False
-                self._load(np.flatnonzero(outside))
+                self._load(np.flatnonzero(self._outside()))
             self.h.clearSolver()
             status = self._run(left)
         if status == highspy.HighsModelStatus.kTimeLimit:
@@ -345,10 +341,8 @@ class _AggregatedMaster:
             lam, mu, pi = (np.clip(-row_dual[:g], 0.0, None), float(row_dual[g]),
                            np.clip(-row_dual[g + 1:], 0.0, None))
             reduced = self.values + self.column_rewards(self._count_rows(), lam, pi) - mu
-            outside = np.ones(self.size, dtype=bool)
-            outside[self.working] = False
             tol = FEASIBILITY_TOLERANCE * max(1.0, abs(mu))
-            priced = np.flatnonzero(outside & (reduced > tol))
+            priced = np.flatnonzero(self._outside() & (reduced > tol))
             if priced.size == 0:
                 break
             batch = max(1, int(SIFT_BATCH * self.h.getNumRow()))
@@ -389,11 +383,12 @@ class _AggregatedMaster:
         self.working = np.delete(self.working, drop)
 
     def columns(self, index: np.ndarray) -> Columns:
-        """The pool's columns at positions ``index`` (the parts are joined once per batch
-        added, not on every call: the exchange columns ask each iteration)."""
-        if self._columns is None:
-            self._columns = Columns.concatenate(self.parts, self.n)
-        return self._columns.take(index)
+        """The pool's columns at positions ``index`` (the batches added since the last call
+        joined to the rest once: the exchange columns ask each iteration)."""
+        if self._pending_sets:
+            self._sets = Columns.concatenate([self._sets, *self._pending_sets], self.n)
+            self._pending_sets.clear()
+        return self._sets.take(index)
 
 
 def worker_prices(lam: np.ndarray, pi: np.ndarray, cut_group: np.ndarray, cut_size: np.ndarray,
