@@ -314,12 +314,62 @@ def test_lyapunov_meets_floors_in_the_long_run():
     (Lyapunov, {"V": "ten"}, "V must be a finite number > 0, got 'ten'"),
     (LPSequenced, {"margin": -0.1}, "margin must be a finite number >= 0 and <= 1, got -0.1"),
     (LPSequenced, {"loss": 1.0}, "loss must be a finite number >= 0 and < 1, got 1.0"),
+    (LPSequenced, {"gap": 0}, "gap must be a finite number > 0 and < 1, got 0"),
+    (LPRandom, {"gap": 1.0}, "gap must be a finite number > 0 and < 1, got 1.0"),
+    (LPRandom, {"gap": float("inf")}, "gap must be a finite number > 0 and < 1, got inf"),
     (FairDG, {"cache_size": 0}, "cache_size must be an integer >= 1, got 0"),
     (FairDG, {"cache_size": 2.5}, "cache_size must be an integer >= 1, got 2.5"),
 ])
 def test_bad_parameters(cls, params, message):
     with pytest.raises(PolicyError, match=message):
         cls(**params)
+
+
+@pytest.mark.parametrize("make", [lambda gap: LPRandom(gap=gap), lambda gap: LPSequenced(margin=0.01, gap=gap)],
+                         ids=["lp-random", "lp-sequenced-margin"])
+@pytest.mark.parametrize("gap", [1e-3, 1e-6])
+def test_the_plan_is_solved_to_the_policys_gap_and_certified_within_it(monkeypatch, make, gap):
+    """Every LP the policy solves for its plan (the margin's re-solves included) asks for the
+    policy's gap, and the plan is certified within it: worth at least ``(1 − gap)·U_opt``,
+    times ``1 − loss`` where a fairness margin was bought."""
+    import fairsched.policies.lp as lp_module
+
+    problem = load_instance(INSTANCES / "facility-location.toml")
+    asked = []
+
+    def recorded(*args, **kwargs):
+        asked.append(kwargs.get("gap"))
+        return optimum(*args, **kwargs)
+
+    monkeypatch.setattr(lp_module, "optimum", recorded)
+    policy = make(gap)
+    run(problem, policy, 50)
+    assert asked and set(asked) == {gap}
+    plan = policy.optimum
+    assert plan.upper_bound - plan.value <= gap * abs(plan.value) + 1e-12
+    loss = policy.loss if policy.epsilon > 0 else 0.0
+    assert plan.value >= (1 - loss) * (1 - gap) * optimum(problem).value - 1e-12
+
+
+@pytest.mark.parametrize("name", ["lp-random", "lp-sequenced"])
+def test_a_state_saved_before_the_plan_gap_was_a_parameter_still_loads(name):
+    from fairsched.runtime.scheduler import Scheduler
+
+    problem = load_instance(INSTANCES / "coverage.toml")
+    original = Scheduler(problem, name, seed=2)
+    for t in range(1, 21):
+        original.observe_indices(t, original.select_indices(t))
+    state = original.state_dict()
+    del state["policy"]["params"]["gap"]
+    restored = Scheduler(problem, name, seed=2)
+    restored.load_state_dict(state)
+    for t in range(21, 61):
+        a, b = original.select_indices(t), restored.select_indices(t)
+        assert np.array_equal(a, b)
+        original.observe_indices(t, a)
+        restored.observe_indices(t, b)
+    with pytest.raises(ValueError, match="state is for policy"):
+        Scheduler(problem, name, seed=2, gap=1e-3).load_state_dict(original.state_dict())
 
 
 def test_lp_policies_run_on_column_generation_support_at_large_n():
