@@ -6,6 +6,7 @@ Run as a plain script (one line per draw)::
     python benchmarks/bench_plan_gap.py --family two-class --seeds 7 8
     python benchmarks/bench_plan_gap.py --family inverse-pareto --seeds 0 1 2 3
     python benchmarks/bench_plan_gap.py --family two-class --seeds 7 --gap 1e-6   # the build before
+    python benchmarks/bench_plan_gap.py --bundled --rounds 100000
 
 For each draw (``n`` workers, ``k`` per round, default ``n = 1,000``, ``k = 50``), in this
 process, one after the other (their order alternating from draw to draw):
@@ -26,6 +27,10 @@ whose tiny floors keep them out of most sets, and the other floors above ``k/n``
 ``inverse-pareto``, drawn for this benchmark before anything was measured on it: Pareto
 sizes (shape 1.5, scale 20, capped at 50,000) and floors proportional to ``1/√size``, scaled
 to ``Σ r = 0.9·k``, so the smallest workers need the most rounds.
+
+``--bundled`` plays lp-sequenced instead on every bundled instance (the paper's at each
+``β`` of its sweep, and the others), one line each: the plan's certified gap, the ratio to
+``U_opt`` and the largest debt over ``--rounds`` rounds.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fairsched.instances import load_instance
+from fairsched.instances.bundled import bundled_names
+from fairsched.instances.generators import PAPER_BETAS
 from fairsched.lp.solve import optimum
 from fairsched.metrics import evaluate
 from fairsched.policies import LPSequenced
@@ -68,6 +76,21 @@ def build(problem: Problem, gap: float) -> tuple[Engine, float, float]:
     return engine, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def bundled(rounds: int, gap: float) -> None:
+    """The ``--bundled`` lines of the module docstring."""
+    cases = [("paper", beta) for beta in PAPER_BETAS] + [(name, None) for name in bundled_names() if name != "paper"]
+    worst_ratio, worst_debt = 1.0, 0.0
+    for name, beta in cases:
+        problem = load_instance(name, beta=beta)
+        u_opt = optimum(problem)
+        policy = LPSequenced(gap=gap)
+        report = evaluate(run(problem, policy, rounds), problem, u_opt.value)
+        worst_ratio, worst_debt = min(worst_ratio, report.ratio), max(worst_debt, report.max_debt)
+        print(f"{name}{'' if beta is None else f' beta {beta:g}'}: plan gap {policy.optimum.relative_gap:.2e}, "
+              f"ratio {report.ratio:.9f}, max debt {report.max_debt:.4f}", flush=True)
+    print(f"lowest ratio {worst_ratio:.9f}, largest debt {worst_debt:.4f}")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", choices=sorted(DRAWS), default="two-class")
@@ -76,7 +99,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[7, 8])
     parser.add_argument("--rounds", type=int, default=20_000)
     parser.add_argument("--gap", type=float, default=PLAN_GAP, help=f"the plan's gap (default {PLAN_GAP:g})")
+    parser.add_argument("--bundled", action="store_true", help="play every bundled instance instead")
     args = parser.parse_args(argv)
+    if args.bundled:
+        bundled(args.rounds, args.gap)
+        return
     print(f"{args.family}, n = {args.workers:,}, k = {args.k}, plan gap {args.gap:g}, {args.rounds:,} rounds",
           flush=True)
     for i, seed in enumerate(args.seeds):

@@ -63,9 +63,9 @@ NEVER = 2**62
 #: lp-sequenced's default budget for the exact-period search (states kept; about 1 s per 200,000)
 PERIOD_STATES = 2_000_000
 #: relative gap to which an LP policy's plan is certified by default, ``value >= (1 − gap)·U_opt``:
-#: an order of magnitude below what deficit sequencing itself gives up (ratios 0.99974–0.99999
-#: measured on data nothing was tuned on), and several times cheaper to reach than the
-#: yardstick's 1e-6 where column generation tails off (accuracy with floors above ``k/n``)
+#: of the order of the least deficit sequencing itself gives up (ratios 0.99931–0.999994
+#: measured on accuracy data nothing was tuned on), and two to hundreds of times cheaper to
+#: reach than the yardstick's 1e-6 where column generation tails off (floors above ``k/n``)
 PLAN_GAP = 1e-5
 
 
@@ -390,6 +390,11 @@ class LPSequenced(_Planned):
         Largest relative utility loss ``1 − U_opt(r + ε)/U_opt`` the margin may cost.
     period_states : int
         States the exact-period search may keep (0: never search).
+    gap : float
+        Relative gap to which the plan is certified when the policy solves it, so that
+        ``U_opt(r + ε) − O(1/T)`` above reads ``(1 − gap)·U_opt(r + ε) − O(1/T)``; default
+        :data:`PLAN_GAP`. An optimum handed to the policy (``use_optimum``, as ``fairsched
+        run`` hands it the yardstick's) is played as it is.
     """
 
     name = "lp-sequenced"
