@@ -415,6 +415,7 @@ class LPSequenced(_Planned):
         self._period_searched = False
         self._played = np.zeros(0, dtype=np.int64)
         self._always_planned = np.zeros(0, dtype=bool)
+        self._kept: np.ndarray | None = None
         self._plan_start = 0  # the round after which the current plan's sets are counted
         self._guard = DeadlineGuard(self.problem.r, self.problem.k)
         self._guard.rebuild(self.counts, 1)
@@ -428,8 +429,23 @@ class LPSequenced(_Planned):
         # the plan plays these in (nearly) every round, far above any floor: urgency alone
         # would rank them the first to drop, and they are what the plan values most
         self._always_planned = _marginals(self._sets, self._p, self.problem.n) >= 1 - ALWAYS_PLANNED_TOLERANCE
+        self._kept = self._kept_machines()
         self._index: dict[tuple[int, ...], int] | None = None  # built when a period needs it
         self._period, self._period_searched = None, False
+
+    def _kept_machines(self) -> np.ndarray | None:
+        """The always-planned workers whose machines the guard keeps for them, or ``None``.
+
+        Only where ``f(S) = g(Σ_{u∈S} w_u)`` (:func:`substitute_weights`): there the plan plays
+        its heaviest workers in every round and dropping one costs far more than swapping one
+        light worker for another. And only where the other floors fit on the other machines,
+        ``Σ_{u not always planned} r_u <= k − a``."""
+        always = np.flatnonzero(self._always_planned)
+        k, r = self.problem.k, self.problem.r
+        if substitute_weights(self.problem.utility) is None or not 0 < always.size < k:
+            return None
+        others = float(r.sum() - r[always].sum())
+        return always if others <= k - always.size + DEBT_TOLERANCE else None
 
     def _plan_index(self, chosen: np.ndarray) -> int | None:
         """The support position of the period's set ``chosen`` (``None`` if the plan lacks it).
@@ -510,10 +526,13 @@ class LPSequenced(_Planned):
         else:
             urgent = self._most_urgent(available)
             blocked = self._guard.blocked(available, self.counts)
+        kept = self._kept
+        reserve = None if kept is None else self._guard.reserve(kept, self.counts)
 
         # the best candidate is usually safe: the others are refilled and judged only if not
         first = self._sets[ranked[0]] if urgent is None else refill(self._sets[ranked[0]], available, urgent)
-        if self._guard.safe([first], blocked)[0]:
+        first_safe = bool(self._guard.safe([first], blocked)[0])
+        if first_safe and (reserve is None or self._guard.safe([self._others(first)], blocked, reserve)[0]):
             self._played[ranked[0]] += 1
             return first
         # the rest in one pass; only the sets played or overridden are taken out and sorted
@@ -523,25 +542,48 @@ class LPSequenced(_Planned):
         def played(c: int) -> np.ndarray:
             return np.sort(members[owner == c])
 
+        edf = self._most_urgent(available) if urgent is None else urgent
+        sets = [first] + [played(c) for c in range(min(OVERRIDE_CANDIDATES, ranked.size) - 1)]
+        if reserve is not None:
+            other = ~self._always_planned[members]
+            kept_safe = safe & self._guard.safe_members(members[other], owner[other], ranked.size - 1, blocked,
+                                                        reserve)
+            if kept_safe.any():
+                best = int(np.argmax(kept_safe))
+                self._played[ranked[best + 1]] += 1
+                return played(best)
+            overridden = self._least_override(sets, edf, blocked, reserve)
+            if overridden is not None and self._guard.safe([overridden[1]], blocked)[0]:
+                return self._override(ranked, overridden)
+            if first_safe:
+                self._played[ranked[0]] += 1
+                return first
         if safe.any():
             best = int(np.argmax(safe))
             self._played[ranked[best + 1]] += 1
             return played(best)
-        self.guarded_rounds += 1
-        edf = self._most_urgent(available) if urgent is None else urgent
-        sets = [first] + [played(c) for c in range(min(OVERRIDE_CANDIDATES, ranked.size) - 1)]
         overridden = self._least_override(sets, edf, blocked)
         if overridden is None:
+            self.guarded_rounds += 1
             self.edf_rounds += 1
             return np.sort(edf)
+        return self._override(ranked, overridden)
+
+    def _others(self, members: np.ndarray) -> np.ndarray:
+        """``members`` but the always-planned workers."""
+        return members[~self._always_planned[members]]
+
+    def _override(self, ranked: np.ndarray, overridden: tuple[int, np.ndarray, int]) -> np.ndarray:
+        """Play a candidate with urgent workers swapped in (:meth:`_least_override`)."""
         which, chosen, swaps = overridden
+        self.guarded_rounds += 1
         # the plan moves on as if the set was played: it was, but for the swapped members
         self._played[ranked[which]] += 1
         self.swapped_in += swaps
         return chosen
 
-    def _least_override(self, candidates: list[np.ndarray], edf: np.ndarray,
-                        blocked: int) -> tuple[int, np.ndarray, int] | None:
+    def _least_override(self, candidates: list[np.ndarray], edf: np.ndarray, blocked: int,
+                        reserve: np.ndarray | None = None) -> tuple[int, np.ndarray, int] | None:
         """The candidate that needs the fewest of the most urgent workers swapped in to be safe.
 
         For a candidate ``S``, the ``j``-th swap puts in the ``j``-th most urgent worker not in
@@ -577,6 +619,9 @@ class LPSequenced(_Planned):
         else:
             order_key, most_swaps = weights, self.problem.k
         slack = self._guard.slack(blocked)
+        if reserve is not None:  # judged for the other workers on the machines left: the kept ones never swap
+            slack = slack + reserve
+            edf = self._others(edf)
         # membership by boolean masks over the workers: O(k) per candidate, no sort
         in_edf = np.zeros(self.problem.n, dtype=bool)
         in_edf[edf] = True
@@ -584,6 +629,8 @@ class LPSequenced(_Planned):
         best: tuple[int, np.ndarray, int] | None = None
         for c, S in enumerate(candidates):
             outgoing = S[~in_edf[S]]
+            if reserve is not None:
+                outgoing = self._others(outgoing)
             outgoing = outgoing[np.lexsort((order_key[outgoing], self._always_planned[outgoing]))]
             in_set[S] = True
             incoming = edf[~in_set[edf]]
@@ -591,7 +638,8 @@ class LPSequenced(_Planned):
             limit = min(outgoing.size, incoming.size, most_swaps if best is None else best[2] - 1)
             if limit <= 0:
                 continue
-            j = self._guard.swaps_needed(slack + self._guard.served(S), outgoing[:limit], incoming[:limit])
+            counted = S if reserve is None else self._others(S)
+            j = self._guard.swaps_needed(slack + self._guard.served(counted), outgoing[:limit], incoming[:limit])
             if j is not None:
                 in_set[outgoing[:j]] = True
                 best = (c, np.sort(np.concatenate([S[~in_set[S]], incoming[:j]])), j)
@@ -742,6 +790,24 @@ class DeadlineGuard:
         slack[0] += blocked
         return slack
 
+    def reserve(self, workers: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """For ``h = 0..W``, ``A(h) − |workers|·h``, where ``A(h)`` counts the outstanding jobs
+        of ``workers`` due by round ``t + h`` (overdue ones included).
+
+        Added to :meth:`slack`, it gives the slack of the other workers' jobs on
+        ``k − |workers|`` machines, as if ``workers`` held their machines in every round:
+        ``(k − a)·h − late_o − Σ c_s^o = slack(h) + A(h) − a·h``. ``O(|workers| + their jobs
+        in the window)``; workers far ahead of their floors have none.
+        """
+        W, t = self.window, self.t
+        jobs = np.maximum(self.end_required[workers] - counts[workers], 0)
+        owner = np.repeat(workers, jobs)
+        first = np.cumsum(jobs) - jobs
+        j = counts[owner] + 1 + np.arange(owner.size) - np.repeat(first, jobs)
+        offset = np.clip(self.deadlines(self.r[owner], j) - t, 0, W + 1)
+        due = np.cumsum(np.bincount(offset, minlength=W + 2)[:W + 1])
+        return due - workers.size * self.steps
+
     def served(self, members: np.ndarray) -> np.ndarray:
         """For ``h = 0..W``, how many of ``members`` have their next job due by round ``t + h``."""
         W = self.window
@@ -778,12 +844,15 @@ class DeadlineGuard:
                 low = middle
         return high
 
-    def safe(self, sets: list[np.ndarray], blocked: int = 0) -> np.ndarray:
-        """For each candidate set of round :attr:`t`, whether playing it is safe."""
+    def safe(self, sets: list[np.ndarray], blocked: int = 0, reserve: np.ndarray | None = None) -> np.ndarray:
+        """For each candidate set of round :attr:`t`, whether playing it is safe (with
+        ``reserve``: whether it is for the other workers on the machines left,
+        :meth:`reserve`; the sets then hold only the other workers)."""
         members, owner = flattened(sets)
-        return self.safe_members(members, owner, len(sets), blocked)
+        return self.safe_members(members, owner, len(sets), blocked, reserve)
 
-    def safe_members(self, members: np.ndarray, owner: np.ndarray, count: int, blocked: int = 0) -> np.ndarray:
+    def safe_members(self, members: np.ndarray, owner: np.ndarray, count: int, blocked: int = 0,
+                     reserve: np.ndarray | None = None) -> np.ndarray:
         """:meth:`safe` of ``count`` sets given flat: set ``c`` is ``members[owner == c]``."""
         if count == 0:
             return np.zeros(0, dtype=bool)
@@ -791,4 +860,5 @@ class DeadlineGuard:
         offset = np.clip(self.next_due[members] - self.t, 0, W + 1)
         cell = owner * (W + 2) + offset
         hits = np.bincount(cell, minlength=count * (W + 2)).reshape(count, W + 2)[:, :W + 1]
-        return (self.slack(blocked)[None, :] + np.cumsum(hits, axis=1) >= 0).all(axis=1)
+        slack = self.slack(blocked) if reserve is None else self.slack(blocked) + reserve
+        return (slack[None, :] + np.cumsum(hits, axis=1) >= 0).all(axis=1)
