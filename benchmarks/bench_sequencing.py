@@ -13,10 +13,13 @@ member outside the ``k`` most urgent (``LPSequenced._least_override``). Members 
 plays in every round go last; before them, for the accuracy utility (a function of one
 modular sum) the lightest member goes first, with no cap on the swaps, and for any other
 utility the least urgent, with EDF (the ``k`` most urgent workers) when more than
-``MAX_SWAP_SHARE·k`` swaps are needed. Four variants play each plan: ``rule`` (the
-package's), ``urgency`` (the rule for other utilities, also on accuracy), ``urgency, no
-cap`` (the same without the cap) and ``EDF`` (every overridden round EDF, the rule before
-the override). On utilities other than accuracy ``rule`` and ``urgency`` are the same.
+``MAX_SWAP_SHARE·k`` swaps are needed. For accuracy the guard first keeps the machines of
+the workers the plan plays in every round (``LPSequenced._kept_machines``). Five variants
+play each plan: ``rule`` (the package's), ``whole guard`` (the rule without kept machines,
+the package's before session 64), ``urgency`` (the rule for other utilities, also on
+accuracy; no kept machines either), ``urgency, no cap`` (the same without the cap) and
+``EDF`` (every overridden round EDF, the rule before the override). On utilities other than
+accuracy ``rule``, ``whole guard`` and ``urgency`` are the same.
 
 Instances (drawn here or by ``bench_pricing``'s untuned families; nothing but the cap was
 tuned on them, and the cap on ``family`` and the small instances' first seed):
@@ -66,7 +69,7 @@ SMALL = ("facility-location-uniform", "facility-location-gaussian", "facility-lo
 #: seconds for the plan of a small untuned instance
 PLAN_LIMIT = 30.0
 #: the variants played (see :func:`variant`)
-VARIANTS = ("rule", "urgency", "urgency, no cap", "EDF")
+VARIANTS = ("rule", "whole guard", "urgency", "urgency, no cap", "EDF")
 
 
 def accuracy_instance(case: str, n: int, k: int, seed: int) -> Problem:
@@ -91,16 +94,20 @@ def small_instance(case: str, seed: int) -> Problem:
 def variant(name: str):
     """lp-sequenced as the package plays it (``rule``), or with one of the alternatives."""
     saved = lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override
+    kept = LPSequenced._kept_machines
     if name in ("urgency", "urgency, no cap"):
         lp_module.substitute_weights = lambda utility: None
     if name == "urgency, no cap":
         lp_module.MAX_SWAP_SHARE = 1.0
     if name == "EDF":
-        LPSequenced._least_override = lambda self, candidates, edf, blocked: None
+        LPSequenced._least_override = lambda self, *args: None
+    if name == "whole guard":
+        LPSequenced._kept_machines = lambda self: None
     try:
         yield
     finally:
         lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override = saved
+        LPSequenced._kept_machines = kept
 
 
 def play(problem: Problem, plan, rounds: int) -> str:
