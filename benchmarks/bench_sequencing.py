@@ -14,12 +14,14 @@ plays in every round go last; before them, for the accuracy utility (a function 
 modular sum) the lightest member goes first, with no cap on the swaps, and for any other
 utility the least urgent, with EDF (the ``k`` most urgent workers) when more than
 ``MAX_SWAP_SHARE·k`` swaps are needed. For accuracy the guard first keeps the machines of
-the workers the plan plays in every round (``LPSequenced._kept_machines``). Five variants
+the workers the plan plays in every round (``LPSequenced._kept_machines``). Six variants
 play each plan: ``rule`` (the package's), ``whole guard`` (the rule without kept machines,
-the package's before session 64), ``urgency`` (the rule for other utilities, also on
-accuracy; no kept machines either), ``urgency, no cap`` (the same without the cap) and
-``EDF`` (every overridden round EDF, the rule before the override). On utilities other than
-accuracy ``rule``, ``whole guard`` and ``urgency`` are the same.
+the package's before session 64), ``kept, any utility`` (the rule with kept machines for
+every utility), ``urgency`` (the rule for other utilities, also on accuracy; no kept
+machines either), ``urgency, no cap`` (the same without the cap) and ``EDF`` (every
+overridden round EDF, the rule before the override). On utilities other than accuracy
+``rule``, ``whole guard`` and ``urgency`` are the same; on accuracy ``rule`` and ``kept, any
+utility`` are.
 
 Instances (drawn here or by ``bench_pricing``'s untuned families; nothing but the cap was
 tuned on them, and the cap on ``family`` and the small instances' first seed):
@@ -49,6 +51,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_balanced import instance  # noqa: E402
@@ -60,6 +64,7 @@ from fairsched.lp import optimum  # noqa: E402
 from fairsched.metrics import evaluate  # noqa: E402
 from fairsched.policies import LPSequenced  # noqa: E402
 from fairsched.policies import lp as lp_module  # noqa: E402
+from fairsched.policies.base import DEBT_TOLERANCE  # noqa: E402
 from fairsched.problem import Problem  # noqa: E402
 from fairsched.runtime.simulation import run  # noqa: E402
 
@@ -69,7 +74,7 @@ SMALL = ("facility-location-uniform", "facility-location-gaussian", "facility-lo
 #: seconds for the plan of a small untuned instance
 PLAN_LIMIT = 30.0
 #: the variants played (see :func:`variant`)
-VARIANTS = ("rule", "whole guard", "urgency", "urgency, no cap", "EDF")
+VARIANTS = ("rule", "whole guard", "kept, any utility", "urgency", "urgency, no cap", "EDF")
 
 
 def accuracy_instance(case: str, n: int, k: int, seed: int) -> Problem:
@@ -90,6 +95,15 @@ def small_instance(case: str, seed: int) -> Problem:
     return problem_from_table(table)
 
 
+def _kept_for_any_utility(policy: LPSequenced) -> np.ndarray | None:
+    """``LPSequenced._kept_machines`` without its condition on the utility."""
+    always = np.flatnonzero(policy._always_planned)
+    k, r = policy.problem.k, policy.problem.r
+    if not 0 < always.size < k:
+        return None
+    return always if float(r.sum() - r[always].sum()) <= k - always.size + DEBT_TOLERANCE else None
+
+
 @contextmanager
 def variant(name: str):
     """lp-sequenced as the package plays it (``rule``), or with one of the alternatives."""
@@ -103,6 +117,8 @@ def variant(name: str):
         LPSequenced._least_override = lambda self, *args: None
     if name == "whole guard":
         LPSequenced._kept_machines = lambda self: None
+    if name == "kept, any utility":
+        LPSequenced._kept_machines = _kept_for_any_utility
     try:
         yield
     finally:
@@ -141,7 +157,7 @@ def main() -> None:
             print(f"{case} n={problem.n} k={problem.k} seed {seed}: plan {plan.status} {plan.value:.6f}", flush=True)
             for name in VARIANTS:
                 with variant(name):
-                    print(f"  {name:<15} {play(problem, plan, args.rounds)}", flush=True)
+                    print(f"  {name:<17} {play(problem, plan, args.rounds)}", flush=True)
 
 
 if __name__ == "__main__":
