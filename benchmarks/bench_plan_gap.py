@@ -125,7 +125,7 @@ def main(argv: list[str]) -> None:
               f"{plan.relative_gap:.2e}, plan/U_opt {plan.value / u_opt.value:.8f}; "
               f"U_opt {u_opt_seconds:6.1f} s ({u_opt.status}, gap {u_opt.relative_gap:.2e}); "
               f"ratio {report.ratio:.8f} (to the bound {report.time_average_utility / u_opt.upper_bound:.8f}), "
-              f"max debt {report.max_debt:.8f}, guarded rounds {played.guarded_rounds:,}", flush=True)
+              f"max debt {report.max_debt:.10f}, guarded rounds {played.guarded_rounds:,}", flush=True)
 
 
 if __name__ == "__main__":
