@@ -390,8 +390,9 @@ class LPSequenced(_Planned):
        period and the guard's overrides cost utility.
 
     Cost per round, independent of the number of rounds: ``O(m)`` for the deficits of the
-    ``m`` support sets, ``O(MAX_CANDIDATES·(W + k))`` for the guard, ``O(n)`` for its update
-    (:meth:`DeadlineGuard.observe`); no ``(m, n)`` or ``(n, W)`` array.
+    ``m`` support sets, ``O(MAX_CANDIDATES·(W + k))`` for the guard (twice with kept
+    machines, plus ``O(a + their jobs in the window)`` for :meth:`DeadlineGuard.reserve`),
+    ``O(n)`` for its update (:meth:`DeadlineGuard.observe`); no ``(m, n)`` or ``(n, W)`` array.
 
     Parameters
     ----------
