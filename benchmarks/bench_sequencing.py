@@ -64,7 +64,6 @@ from fairsched.lp import optimum  # noqa: E402
 from fairsched.metrics import evaluate  # noqa: E402
 from fairsched.policies import LPSequenced  # noqa: E402
 from fairsched.policies import lp as lp_module  # noqa: E402
-from fairsched.policies.base import DEBT_TOLERANCE  # noqa: E402
 from fairsched.problem import Problem  # noqa: E402
 from fairsched.runtime.simulation import run  # noqa: E402
 
@@ -97,11 +96,7 @@ def small_instance(case: str, seed: int) -> Problem:
 
 def _kept_for_any_utility(policy: LPSequenced) -> np.ndarray | None:
     """``LPSequenced._kept_machines`` without its condition on the utility."""
-    always = np.flatnonzero(policy._always_planned)
-    k, r = policy.problem.k, policy.problem.r
-    if not 0 < always.size < k:
-        return None
-    return always if float(r.sum() - r[always].sum()) <= k - always.size + DEBT_TOLERANCE else None
+    return lp_module.room_to_keep(np.flatnonzero(policy._always_planned), policy.problem.r, policy.problem.k)
 
 
 @contextmanager

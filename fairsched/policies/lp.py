@@ -82,6 +82,15 @@ def substitute_weights(utility: Any) -> np.ndarray | None:
     return utility.sizes if isinstance(utility, AccuracyUtility) else None
 
 
+def room_to_keep(workers: np.ndarray, r: np.ndarray, k: int) -> np.ndarray | None:
+    """``workers`` if their ``a`` machines can be kept for them in every round: ``0 < a < k`` and
+    the other floors fit on the other machines, ``Σ_{u ∉ workers} r_u <= k − a``; else ``None``."""
+    if not 0 < workers.size < k:
+        return None
+    others = float(r.sum() - r[workers].sum())
+    return workers if others <= k - workers.size + DEBT_TOLERANCE else None
+
+
 def plan_for(problem: Problem, given: Optimum | None, gap: float = PLAN_GAP) -> Optimum:
     """The LP optimum an LP policy plays: ``given`` (checked against ``problem``) or a fresh
     solve certified to the relative ``gap`` (its value at least ``(1 − gap)·U_opt``).
@@ -450,14 +459,10 @@ class LPSequenced(_Planned):
 
         Only where ``f(S) = g(Σ_{u∈S} w_u)`` (:func:`substitute_weights`): there the plan plays
         its heaviest workers in every round and dropping one costs far more than swapping one
-        light worker for another. And only where the other floors fit on the other machines,
-        ``Σ_{u not always planned} r_u <= k − a``."""
-        always = np.flatnonzero(self._always_planned)
-        k, r = self.problem.k, self.problem.r
-        if substitute_weights(self.problem.utility) is None or not 0 < always.size < k:
+        light worker for another. And only where they leave room (:func:`room_to_keep`)."""
+        if substitute_weights(self.problem.utility) is None:
             return None
-        others = float(r.sum() - r[always].sum())
-        return always if others <= k - always.size + DEBT_TOLERANCE else None
+        return room_to_keep(np.flatnonzero(self._always_planned), self.problem.r, self.problem.k)
 
     def _plan_index(self, chosen: np.ndarray) -> int | None:
         """The support position of the period's set ``chosen`` (``None`` if the plan lacks it).
@@ -554,8 +559,12 @@ class LPSequenced(_Planned):
         def played(c: int) -> np.ndarray:
             return np.sort(members[owner == c])
 
-        edf = self._most_urgent(available) if urgent is None else urgent
-        sets = [first] + [played(c) for c in range(min(OVERRIDE_CANDIDATES, ranked.size) - 1)]
+        def override_inputs() -> tuple[list[np.ndarray], np.ndarray]:
+            """The candidates the least override tries and the EDF set, built only when it runs."""
+            edf = self._most_urgent(available) if urgent is None else urgent
+            return [first] + [played(c) for c in range(min(OVERRIDE_CANDIDATES, ranked.size) - 1)], edf
+
+        inputs = None
         if reserve is not None:
             other = ~self._always_planned[members]
             kept_safe = safe & self._guard.safe_members(members[other], owner[other], ranked.size - 1, blocked,
@@ -564,7 +573,8 @@ class LPSequenced(_Planned):
                 best = int(np.argmax(kept_safe))
                 self._played[ranked[best + 1]] += 1
                 return played(best)
-            overridden = self._least_override(sets, edf, blocked, reserve)
+            inputs = override_inputs()
+            overridden = self._least_override(*inputs, blocked, reserve)
             if overridden is not None and self._guard.safe([overridden[1]], blocked)[0]:
                 return self._override(ranked, overridden)
             if first_safe:
@@ -574,6 +584,7 @@ class LPSequenced(_Planned):
             best = int(np.argmax(safe))
             self._played[ranked[best + 1]] += 1
             return played(best)
+        sets, edf = inputs or override_inputs()
         overridden = self._least_override(sets, edf, blocked)
         if overridden is None:
             self.guarded_rounds += 1
