@@ -1,27 +1,31 @@
 """Benchmark: lp-sequenced's guard overrides, swapping urgent workers in against whole EDF rounds.
 
-Run as a plain script (one line per variant; the plan is solved once and the four variants
-of :class:`fairsched.policies.LPSequenced` play it in this process)::
+Run as a plain script (one line per variant; the plan is solved once and the variants of
+:class:`fairsched.policies.LPSequenced` play it in this process)::
 
     python benchmarks/bench_sequencing.py                        # accuracy, n = 1,000, k = 50, seeds 0-1
     python benchmarks/bench_sequencing.py --cases coverage-geometric mixture --seeds 0
     python benchmarks/bench_sequencing.py --rounds 5000 --workers 200 --k 20
+    python benchmarks/bench_sequencing.py --variants rule "deficit only"
 
-When no support set of the plan is safe for the deadline guard, lp-sequenced plays the
-candidate that needs the fewest of the most urgent workers swapped in, each in place of a
-member outside the ``k`` most urgent (``LPSequenced._least_override``). Members the plan
-plays in every round go last; before them, for the accuracy utility (a function of one
-modular sum) the lightest member goes first, with no cap on the swaps, and for any other
-utility the least urgent, with EDF (the ``k`` most urgent workers) when more than
-``MAX_SWAP_SHARE·k`` swaps are needed. For accuracy the guard first keeps the machines of
-the workers the plan plays in every round (``LPSequenced._kept_machines``). Six variants
-play each plan: ``rule`` (the package's), ``whole guard`` (the rule without kept machines,
-the package's before session 64), ``kept, any utility`` (the rule with kept machines for
-every utility), ``urgency`` (the rule for other utilities, also on accuracy; no kept
-machines either), ``urgency, no cap`` (the same without the cap) and ``EDF`` (every
-overridden round EDF, the rule before the override). On utilities other than accuracy
-``rule``, ``whole guard`` and ``urgency`` are the same; on accuracy ``rule`` and ``kept, any
-utility`` are.
+Each round lp-sequenced offers the deadline guard the support sets of largest deficit,
+ranked by deficit plus ``URGENCY_WEIGHT`` times their members' deadline pressure
+(``LPSequenced._candidates``). When none is safe, it plays the candidate that needs the
+fewest of the most urgent workers swapped in, each in place of a member outside the ``k``
+most urgent (``LPSequenced._least_override``). Members the plan plays in every round go
+last; before them, for the accuracy utility (a function of one modular sum) the lightest
+member goes first, with no cap on the swaps, and for any other utility the least urgent,
+with EDF (the ``k`` most urgent workers) when more than ``MAX_SWAP_SHARE·k`` swaps are
+needed. For accuracy the guard first keeps the machines of the workers the plan plays in
+every round (``LPSequenced._kept_machines``). Seven variants play each plan, each differing
+from the package's rule in one respect: ``rule`` (the package's), ``deficit only`` (the
+candidates in deficit order, without the pressure: the package's before session 65),
+``whole guard`` (without kept machines, the package's before session 64), ``kept, any
+utility`` (with kept machines for every utility), ``urgency`` (the rule for other
+utilities, also on accuracy; no kept machines either), ``urgency, no cap`` (the same
+without the cap) and ``EDF`` (every overridden round EDF, the rule before the override).
+On utilities other than accuracy ``rule``, ``whole guard`` and ``urgency`` are the same; on
+accuracy ``rule`` and ``kept, any utility`` are.
 
 Instances (drawn here or by ``bench_pricing``'s untuned families; nothing but the cap was
 tuned on them, and the cap on ``family`` and the small instances' first seed):
@@ -35,7 +39,7 @@ tuned on them, and the cap on ``family`` and the small instances' first seed):
 - small instances of the untuned families of ``bench_pricing`` (``facility-location-*`` at
   ``n = 100``, ``k = 10``, 50 points; ``coverage-*`` at ``n = 200``, ``k = 20``, 400 elements;
   ``concave-sqrt-*`` and ``mixture`` at ``n = 60``, ``k = 6``), whose plan is solved with a
-  30 s limit (so the plan, and the ratio against it, can differ from run to run; the four
+  30 s limit (so the plan, and the ratio against it, can differ from run to run; the
   variants play the same plan).
 
 Each line: the plan's status and value, then for each variant the ratio to the plan's value
@@ -73,7 +77,7 @@ SMALL = ("facility-location-uniform", "facility-location-gaussian", "facility-lo
 #: seconds for the plan of a small untuned instance
 PLAN_LIMIT = 30.0
 #: the variants played (see :func:`variant`)
-VARIANTS = ("rule", "whole guard", "kept, any utility", "urgency", "urgency, no cap", "EDF")
+VARIANTS = ("rule", "deficit only", "whole guard", "kept, any utility", "urgency", "urgency, no cap", "EDF")
 
 
 def accuracy_instance(case: str, n: int, k: int, seed: int) -> Problem:
@@ -102,12 +106,14 @@ def _kept_for_any_utility(policy: LPSequenced) -> np.ndarray | None:
 @contextmanager
 def variant(name: str):
     """lp-sequenced as the package plays it (``rule``), or with one of the alternatives."""
-    saved = lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override
+    saved = lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override, lp_module.URGENCY_WEIGHT
     kept = LPSequenced._kept_machines
     if name in ("urgency", "urgency, no cap"):
         lp_module.substitute_weights = lambda utility: None
     if name == "urgency, no cap":
         lp_module.MAX_SWAP_SHARE = 1.0
+    if name == "deficit only":
+        lp_module.URGENCY_WEIGHT = 0.0
     if name == "EDF":
         LPSequenced._least_override = lambda self, *args: None
     if name == "whole guard":
@@ -117,7 +123,8 @@ def variant(name: str):
     try:
         yield
     finally:
-        lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override = saved
+        (lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override,
+         lp_module.URGENCY_WEIGHT) = saved
         LPSequenced._kept_machines = kept
 
 
@@ -140,6 +147,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--cases", nargs="+", default=list(ACCURACY), choices=ACCURACY + SMALL)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     args = parser.parse_args()
     for case in args.cases:
         for seed in args.seeds:
@@ -150,7 +158,7 @@ def main() -> None:
                 problem = small_instance(case, seed)
                 plan = optimum(problem, time_limit=PLAN_LIMIT)
             print(f"{case} n={problem.n} k={problem.k} seed {seed}: plan {plan.status} {plan.value:.6f}", flush=True)
-            for name in VARIANTS:
+            for name in args.variants:
                 with variant(name):
                     print(f"  {name:<17} {play(problem, plan, args.rounds)}", flush=True)
 

@@ -15,7 +15,7 @@ from fairsched.policies.best_schedule import best_schedule, period_of
 from fairsched.policies.exact_period import period_floors
 
 #: periodic instances of the price experiment on which deficit sequencing alone fell short
-SHORT = (10, 20, 22)
+SHORT = (14, 20, 22)
 
 
 def debts(problem, schedule) -> np.ndarray:
@@ -44,7 +44,7 @@ def test_lp_sequenced_reaches_the_best_schedule_with_debt_below_one(i):
 
 
 def test_a_restored_scheduler_continues_the_period_exactly(tmp_path):
-    _, problem, _ = instance(10)
+    _, problem, _ = instance(14)
     a = fs.Scheduler(problem, "lp-sequenced", seed=1)
     for t in range(1, 9):  # stop inside the second period (P = 6)
         a.observe(t, a.select(t))
@@ -60,7 +60,7 @@ def test_a_restored_scheduler_continues_the_period_exactly(tmp_path):
 
 
 def test_a_state_saved_before_the_exact_period_still_loads():
-    _, problem, _ = instance(10)
+    _, problem, _ = instance(14)
     a = fs.Scheduler(problem, "lp-sequenced", seed=1)
     for t in range(1, 4):
         a.observe(t, a.select(t))
@@ -79,7 +79,7 @@ def test_a_state_saved_before_the_exact_period_still_loads():
 def test_unavailability_leaves_the_period_and_it_is_entered_again():
     """A round with a worker away is decided by deficit sequencing under the guard; once the
     counts are back on the period at a period boundary, the period is played again."""
-    _, problem, _ = instance(10)
+    _, problem, _ = instance(14)
     P = period_of(problem.r)
     policy = LPSequenced()
     policy.reset(problem, seed=0)
@@ -98,7 +98,7 @@ def test_unavailability_leaves_the_period_and_it_is_entered_again():
 
 
 def test_ineligible_problems_and_budget_keep_deficit_sequencing():
-    _, problem, _ = instance(10)
+    _, problem, _ = instance(14)
     assert period_floors(problem) is not None
     decimals = problem.with_floors(np.floor(problem.r * 1000) / 1000)  # Σ r < k: no period structure
     assert period_floors(decimals) is None

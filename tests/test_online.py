@@ -205,6 +205,30 @@ def test_cli_simulate_online_json(capsys) -> None:
     assert "learner 'oort'" in capsys.readouterr().err
 
 
+def test_stratum_curves_plan_on_drawn_exponents_until_identified() -> None:
+    """Before the rounds can identify the curves, each re-plan weighs the strata differently
+    (a plan of the prior alone may never show enough distinct sets); once they can, the plan
+    is the estimate's."""
+    from fairsched.online import StratumCurvesLearner
+    from fairsched.utilities import PropensityWeightedAccuracy
+
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 300, (10, 2)).astype(float)
+    truth = PropensityWeightedAccuracy(sizes, np.array([0.6, 0.4]), 0.2, a=[0.05, 0.1], b=[0.5, 0.8], c=[-0.2, -0.3])
+    learner = StratumCurvesLearner(truth)
+    drawn = []
+    for u in range(10):
+        drawn.append(learner.optimistic().c)
+        assert not learner.identified()
+        served = np.array([u])
+        learner.update(served, Feedback(float(truth.value(served))))
+        if learner.identified():
+            break
+    assert learner.identified() and len({tuple(c) for c in drawn}) == len(drawn) > 1
+    np.testing.assert_array_equal(learner.optimistic().c, learner.estimate().c)
+    np.testing.assert_allclose(learner.estimate().c, truth.c, atol=1e-6)
+
+
 def test_noiseless_stratum_curves_are_recovered() -> None:
     """The propensity-weighted accuracy's per-stratum curves, from set-level rewards alone: the
     intercepts only as ``Σ_j π_j a_j`` (all that ``f`` depends on), every ``(b_j, c_j)`` to 1e-6."""

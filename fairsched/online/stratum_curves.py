@@ -61,7 +61,7 @@ class StratumCurvesLearner(Learner):
     def fit(self) -> None:
         """Refit on every round seen (needs more distinct size vectors than parameters)."""
         J = self.J
-        if len(self._groups) <= 1 + 2 * J:
+        if not self.identified():
             return
         from scipy.optimize import least_squares
 
@@ -85,6 +85,28 @@ class StratumCurvesLearner(Learner):
         self.intercept = float(fit.x[0])
         self.c = fit.x[1 + J:].copy()
         self.b = np.exp(fit.x[1: 1 + J]) * scale ** (-self.c)
+
+    def identified(self) -> bool:
+        """Whether the rounds seen can identify the curves: more distinct size vectors than
+        the ``1 + 2J`` parameters."""
+        return len(self._groups) > 1 + 2 * self.J
+
+    def optimistic(self) -> PropensityWeightedAccuracy:
+        """The estimate once :meth:`identified`; before, exponents ``c_j`` drawn from the weak
+        prior ``N(C_PRIOR, C_PRIOR_SD)`` (clipped to ``C_RANGE``, seeded by the rounds seen).
+
+        The floors try every worker, but not every set: a plan of the prior alone may play
+        fewer distinct size vectors than there are parameters, and then the curves are never
+        fitted and the plan never changes (on a 12-worker, 3-stratum instance, 5 distinct
+        vectors in 4,000 rounds of lp-sequenced). Each re-plan on other exponents weighs
+        the strata differently and plays other sets, until the curves are identified."""
+        if self.identified():
+            return self.estimate()
+        rng = np.random.default_rng(self.rounds)
+        c = np.clip(rng.normal(C_PRIOR, C_PRIOR_SD, self.J), *C_RANGE)
+        t = self.template
+        return PropensityWeightedAccuracy(t.sizes, t.shares, t.transfer, a=np.full(self.J, self.intercept),
+                                          b=self.b, c=c)
 
     def estimate(self) -> PropensityWeightedAccuracy:
         t = self.template

@@ -45,9 +45,16 @@ from fairsched.utilities import AccuracyUtility
 
 BATCH_ROUNDS = 8192
 MAX_GAP = 256
-#: support sets lp-sequenced offers the guard per round, in deficit order, before falling back to EDF
+#: support sets lp-sequenced offers the guard per round (ranked by deficit and deadline
+#: pressure, ``LPSequenced._candidates``) before falling back to EDF
 MAX_CANDIDATES = 64
-#: candidates (in deficit order) the guard's least override may swap urgent workers into
+#: weight ``β`` of a set's deadline pressure against its deficit in lp-sequenced's ranking of
+#: the candidates (``LPSequenced._candidates``)
+URGENCY_WEIGHT = 10.0
+#: most sets ranked for the candidates: the top ``MAX_CANDIDATES`` by deficit and those tied
+#: with the last of them (many are tied where the plan has many sets of equal probability)
+RANKED_SETS = 4 * MAX_CANDIDATES
+#: candidates (in ranking order) the guard's least override may swap urgent workers into
 OVERRIDE_CANDIDATES = 8
 #: most workers the least override swaps in, as a share of ``k``, on utilities whose members
 #: complement each other; a round needing more plays EDF (no cap for the accuracy utility)
@@ -347,10 +354,12 @@ class LPSequenced(_Planned):
     1. **Margin** (optional, off by default: ``margin=0``). Solve the LP with floors ``r + ε``
        (capped at 1 and at ``Σ = k``), where ``ε`` is the largest value up to ``margin`` whose
        utility loss, measured by re-solving, is at most ``loss`` (relative).
-    2. **Deficit sequencing.** Each round rank the support sets by deficit
-       ``p_S·t − c_S(t−1)`` (ties to the larger ``p_S``, then the lower index) and play the
-       first of the top ``MAX_CANDIDATES = 64`` that the guard finds safe: set counts stay
-       within a constant of ``p_S·t``, so the time-average utility is ``U_opt(r + ε) − O(1/T)``.
+    2. **Deficit sequencing.** Each round take the ``MAX_CANDIDATES = 64`` support sets of
+       largest deficit ``p_S·t − c_S(t−1)`` (and those tied with the last), rank them by ``deficit_S + β·Σ_{u∈S} π_u``, where
+       ``π_u = 1/(e_u − t + 1)`` is the pressure of worker ``u``'s next deadline ``e_u``
+       (``β = 10``; :meth:`_candidates`), and play the first that the guard finds safe: set
+       counts stay within a constant of ``p_S·t``, so the time-average utility is
+       ``U_opt(r + ε) − O(1/T)``.
        Under availability each candidate is first refilled
        (:func:`~fairsched.policies.refill.refill`: missing members replaced by the most
        urgent available workers), and the guard judges the refilled set.
@@ -513,15 +522,27 @@ class LPSequenced(_Planned):
         return 0.0, exact
 
     def _candidates(self, t: int) -> np.ndarray:
-        """The top ``MAX_CANDIDATES`` support sets by (−deficit, −p, index)."""
+        """The ``MAX_CANDIDATES`` support sets the guard is offered, best first.
+
+        The sets of largest deficit ``p_S·t − c_S(t − 1)`` (the top ``MAX_CANDIDATES`` and any
+        tied with the last of them, at most :data:`RANKED_SETS`) are ranked by
+        ``deficit_S + β·Σ_{u∈S} π_u``, with ``β`` = :data:`URGENCY_WEIGHT` and ``π_u`` the
+        deadline pressure of :meth:`DeadlineGuard.pressure` (ties to the larger ``p_S``, then
+        the lower index). Among the sets that are due, the pressure term puts first those that
+        serve the workers nearest their deadlines, so fewer rounds come to a state in which no
+        planned set is safe (measured in ``benchmarks/README.md``, *lp-sequenced ranks the sets
+        that are due by their members' deadlines*). It is at most ``β·k`` per set, so every
+        set's count still stays within a constant of ``p_S·t``."""
         deficit = self._p * (t - self._plan_start) - self._played
         m = deficit.size
         pool = np.arange(m)
         if m > MAX_CANDIDATES:
             kth = np.partition(deficit, m - MAX_CANDIDATES)[m - MAX_CANDIDATES]
             pool = np.flatnonzero(deficit >= kth)
-        order = np.lexsort((pool, -self._p[pool], -deficit[pool]))
-        return pool[order[:MAX_CANDIDATES]]
+        top = pool[np.lexsort((pool, -self._p[pool], -deficit[pool]))[:RANKED_SETS]]
+        members, owner = flattened([self._sets[j] for j in top])
+        pressure = np.bincount(owner, weights=self._guard.pressure(members), minlength=top.size)
+        return top[np.lexsort((top, -self._p[top], -(deficit[top] + URGENCY_WEIGHT * pressure)))][:MAX_CANDIDATES]
 
     def _select(self, available: np.ndarray) -> np.ndarray:
         self.plan()
@@ -830,6 +851,13 @@ class DeadlineGuard:
         offset = np.clip(self.deadlines(self.r[owner], j) - t, 0, W + 1)
         due = np.cumsum(np.bincount(offset, minlength=W + 2)[:W + 1])
         return due - workers.size * self.steps
+
+    def pressure(self, members: np.ndarray) -> np.ndarray:
+        """``π_u = 1/(e_u − t + 1)`` for each of ``members``, ``e_u`` its next deadline: 1 for a
+        worker due this round (or overdue), ``1/(h + 1)`` for one due ``h`` rounds later, 0 for
+        a worker without a floor."""
+        due = self.next_due[members]
+        return np.where(due >= NEVER, 0.0, 1.0 / np.maximum(due - self.t + 1, 1))
 
     def served(self, members: np.ndarray) -> np.ndarray:
         """For ``h = 0..W``, how many of ``members`` have their next job due by round ``t + h``."""
