@@ -30,7 +30,7 @@ to ``Σ r = 0.9·k``, so the smallest workers need the most rounds.
 
 ``--bundled`` plays lp-sequenced instead on every bundled instance (the paper's at each
 ``β`` of its sweep, and the others), one line each: the plan's certified gap, the ratio to
-``U_opt`` and the largest debt over ``--rounds`` rounds.
+``U_opt``, the largest debt over ``--rounds`` rounds and the rounds the guard overrode.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def bundled(rounds: int, gap: float) -> None:
         report = evaluate(run(problem, policy, rounds), problem, u_opt.value)
         worst_ratio, worst_debt = min(worst_ratio, report.ratio), max(worst_debt, report.max_debt)
         print(f"{name}{'' if beta is None else f' beta {beta:g}'}: plan gap {policy.optimum.relative_gap:.2e}, "
-              f"ratio {report.ratio:.9f}, max debt {report.max_debt:.4f}", flush=True)
+              f"ratio {report.ratio:.9f}, max debt {report.max_debt:.4f}, overridden {policy.guarded_rounds:,}",
+              flush=True)
     print(f"lowest ratio {worst_ratio:.9f}, largest debt {worst_debt:.4f}")
 
 

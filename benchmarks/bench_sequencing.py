@@ -106,7 +106,8 @@ def _kept_for_any_utility(policy: LPSequenced) -> np.ndarray | None:
 @contextmanager
 def variant(name: str):
     """lp-sequenced as the package plays it (``rule``), or with one of the alternatives."""
-    saved = lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override, lp_module.URGENCY_WEIGHT
+    saved = (lp_module.substitute_weights, lp_module.MAX_SWAP_SHARE, LPSequenced._least_override,
+             lp_module.URGENCY_WEIGHT)
     kept = LPSequenced._kept_machines
     if name in ("urgency", "urgency, no cap"):
         lp_module.substitute_weights = lambda utility: None

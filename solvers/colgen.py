@@ -823,7 +823,7 @@ def column_generation(
         # the master's pool and HiGHS model are not needed for the result: freed before the
         # support is gathered (they were alive beside it at the peak)
         state.master = master = None
-    return _result(state, certificate, r, status, iteration, history, all_exact, start, caps)
+    return _result(state, certificate, r, status, iteration, history, all_exact, start, caps, gap=gap)
 
 
 @dataclass
@@ -1152,8 +1152,9 @@ def _remaining(stop_at: float) -> float | None:
 
 def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
             history: list[tuple[int, float, float, int]], all_exact: bool,
-            start: float, caps: np.ndarray | None = None) -> ColumnGenerationResult:
-    """Expand the best distribution into its sets and attach the certificate."""
+            start: float, caps: np.ndarray | None = None, *, gap: float = math.inf) -> ColumnGenerationResult:
+    """Expand the best distribution into its sets and attach the certificate; the status is
+    :func:`reported_status` of the gap between them."""
     if state.best is None and state.start_weights is None:
         short = state.slack if state.slack is not None else r
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
@@ -1177,6 +1178,7 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
             master_cap_price = np.clip(-state.best.lam, 0.0, None)
     probabilities.setflags(write=False)
     current_gap = relative_gap(lower, upper)
+    status, why = reported_status(status, current_gap, gap)
     return ColumnGenerationResult(
         value=lower,
         upper_bound=upper,
@@ -1197,7 +1199,7 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         big_m=state.penalty,
         status=status,
         success=status == "optimal",
-        message=_message(status, all_exact, lower, upper, iteration),
+        message=_message(status, all_exact, lower, upper, iteration, why),
         seconds=time.perf_counter() - start,
     )
 
@@ -1285,9 +1287,22 @@ def _check_options(gap: float, time_limit: float | None, max_iterations: int, ma
         raise ValueError(f"tailing_off must be (window >= 1, factor in (0, 1]), got {tailing_off}")
 
 
-def _message(status: str, exact: bool, lower: float, upper: float, iterations: int) -> str:
+def reported_status(status: str, reported_gap: float, gap: float) -> tuple[str, str | None]:
+    """The status of a stop and, if it changed, why: ``"optimal"`` only while the gap of the
+    numbers reported is within ``gap``.
+
+    The stop is decided on the master's value; the sets gathered for the report (negligible
+    weights left out, the aggregated start expanded) may be worth a rounding less, and a
+    requested gap of 0 does not allow even that. Such a stop is reported ``"stalled"``."""
+    if status == "optimal" and reported_gap > gap:
+        return "stalled", (f"the requested gap was reached on the master's value, but the sets reported "
+                           f"are worth a rounding less (relative gap {reported_gap:.2g} > {gap:g})")
+    return status, None
+
+
+def _message(status: str, exact: bool, lower: float, upper: float, iterations: int, why: str | None = None) -> str:
     gap = relative_gap(lower, upper)
-    why = {"optimal": "the requested gap was reached",
+    why = why or {"optimal": "the requested gap was reached",
            "stalled": "no column prices out at the master's duals" + (
                "" if exact else " (the pricing is heuristic)") + " but the gap is above the requested one",
            "tailing-off": "the gap stopped shrinking (tailing-off)",
