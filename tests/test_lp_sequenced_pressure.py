@@ -37,9 +37,11 @@ def test_pressure_is_the_reciprocal_of_the_rounds_to_the_next_deadline():
     np.testing.assert_allclose(guard.pressure(np.arange(4)), expected)
 
 
-def test_candidates_are_ranked_by_deficit_plus_weighted_pressure():
+@pytest.mark.parametrize("away", [False, True])
+def test_candidates_are_ranked_by_deficit_plus_weighted_pressure(away):
     """Against the ranking written out: the sets of largest deficit (and those tied with the
-    last of them), ordered by ``deficit + β·Σ π``, then ``p``, then index."""
+    last of them), ordered by ``deficit + β·Σ π`` over the available members, then ``p``,
+    then index."""
     problem = circle_coverage(3)
     plan = optimum(problem)
     policy = LPSequenced()
@@ -51,13 +53,16 @@ def test_candidates_are_ranked_by_deficit_plus_weighted_pressure():
     assert m > MAX_CANDIDATES  # the pool is a strict subset
     kth = np.sort(deficit)[m - MAX_CANDIDATES]
     pool = sorted(np.flatnonzero(deficit >= kth), key=lambda j: (-deficit[j], -policy._p[j], j))[:RANKED_SETS]
-    pressure = policy._guard.pressure
+    available = np.random.default_rng(0).random(problem.n) < 0.5 if away else np.ones(problem.n, dtype=bool)
 
     def score(j: int) -> tuple[float, float, int]:
-        return (-(deficit[j] + URGENCY_WEIGHT * pressure(policy._sets[j]).sum()), -policy._p[j], j)
+        S = policy._sets[j][available[policy._sets[j]]]
+        return (-(deficit[j] + URGENCY_WEIGHT * policy._guard.pressure(S).sum()), -policy._p[j], j)
 
     expected = sorted(pool, key=score)[:MAX_CANDIDATES]
-    np.testing.assert_array_equal(policy._candidates(t), expected)
+    np.testing.assert_array_equal(policy._candidates(t, available if away else None), expected)
+    if away:  # the away members changed the order: the test can tell the two apart
+        assert not np.array_equal(policy._candidates(t), expected)
 
 
 @pytest.mark.parametrize("seed", range(6))
