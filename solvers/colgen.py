@@ -1303,11 +1303,11 @@ def reported_status(status: str, reported_gap: float, gap: float) -> tuple[str, 
 def _message(status: str, exact: bool, lower: float, upper: float, iterations: int, why: str | None = None) -> str:
     gap = relative_gap(lower, upper)
     why = why or {"optimal": "the requested gap was reached",
-           "stalled": "no column prices out at the master's duals" + (
-               "" if exact else " (the pricing is heuristic)") + " but the gap is above the requested one",
-           "tailing-off": "the gap stopped shrinking (tailing-off)",
-           "iteration-limit": "the iteration limit was reached",
-           "time-limit": "the time limit was reached"}.get(status, status)
+                  "stalled": "no column prices out at the master's duals" + (
+                      "" if exact else " (the pricing is heuristic)") + " but the gap is above the requested one",
+                  "tailing-off": "the gap stopped shrinking (tailing-off)",
+                  "iteration-limit": "the iteration limit was reached",
+                  "time-limit": "the time limit was reached"}.get(status, status)
     bound = f"certified upper bound {upper:.10g}" if math.isfinite(upper) else "no certified upper bound"
     return (f"column generation stopped after {iterations} iterations because {why}: "
             f"value {lower:.10g}, {bound}, relative gap {gap:.2g}")

@@ -35,6 +35,7 @@ def test_pressure_is_the_reciprocal_of_the_rounds_to_the_next_deadline():
     # next deadlines min{s : ⌊r·s⌋ >= N + 1}: 2 (overdue at t = 4), 8, 10, never
     expected = np.array([1.0, 1 / (8 - 4 + 1), 1 / (10 - 4 + 1), 0.0])
     np.testing.assert_allclose(guard.pressure(np.arange(4)), expected)
+    np.testing.assert_allclose(guard.pressure(), expected)  # every worker
 
 
 @pytest.mark.parametrize("away", [False, True])

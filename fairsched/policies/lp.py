@@ -355,11 +355,11 @@ class LPSequenced(_Planned):
        (capped at 1 and at ``Σ = k``), where ``ε`` is the largest value up to ``margin`` whose
        utility loss, measured by re-solving, is at most ``loss`` (relative).
     2. **Deficit sequencing.** Each round take the ``MAX_CANDIDATES = 64`` support sets of
-       largest deficit ``p_S·t − c_S(t−1)`` (and those tied with the last), rank them by ``deficit_S + β·Σ_{u∈S} π_u``, where
-       ``π_u = 1/(e_u − t + 1)`` is the pressure of worker ``u``'s next deadline ``e_u``
-       (``β = 10``; :meth:`_candidates`), and play the first that the guard finds safe: set
-       counts stay within a constant of ``p_S·t``, so the time-average utility is
-       ``U_opt(r + ε) − O(1/T)``.
+       largest deficit ``p_S·t − c_S(t−1)`` (and those tied with the last), rank them by
+       ``deficit_S + β·Σ_{u∈S} π_u``, where ``π_u = 1/(e_u − t + 1)`` is the pressure of
+       worker ``u``'s next deadline ``e_u`` (``β = 10``; :meth:`_candidates`), and play the
+       first that the guard finds safe: set counts stay within a constant of ``p_S·t``, so
+       the time-average utility is ``U_opt(r + ε) − O(1/T)``.
        Under availability each candidate is first refilled
        (:func:`~fairsched.policies.refill.refill`: missing members replaced by the most
        urgent available workers), and the guard judges the refilled set.
@@ -545,9 +545,15 @@ class LPSequenced(_Planned):
             pool = np.flatnonzero(deficit >= kth)
         top = pool[np.lexsort((pool, -self._p[pool], -deficit[pool]))[:RANKED_SETS]]
         members, owner = flattened([self._sets[j] for j in top])
-        weights = self._guard.pressure(members)
-        if available is not None:
-            weights = weights * available[members]
+        if members.size < self.problem.n:
+            weights = self._guard.pressure(members)
+            if available is not None:
+                weights *= available[members]
+        else:  # fewer passes over the workers once than over the (repeated) members
+            every = self._guard.pressure()
+            if available is not None:
+                every *= available
+            weights = every[members]
         pressure = np.bincount(owner, weights=weights, minlength=top.size)
         return top[np.lexsort((top, -self._p[top], -(deficit[top] + URGENCY_WEIGHT * pressure)))][:MAX_CANDIDATES]
 
@@ -859,11 +865,11 @@ class DeadlineGuard:
         due = np.cumsum(np.bincount(offset, minlength=W + 2)[:W + 1])
         return due - workers.size * self.steps
 
-    def pressure(self, members: np.ndarray) -> np.ndarray:
-        """``π_u = 1/(e_u − t + 1)`` for each of ``members``, ``e_u`` its next deadline: 1 for a
-        worker due this round (or overdue), ``1/(h + 1)`` for one due ``h`` rounds later, 0 for
-        a worker without a floor."""
-        due = self.next_due[members]
+    def pressure(self, members: np.ndarray | None = None) -> np.ndarray:
+        """``π_u = 1/(e_u − t + 1)`` for each of ``members`` (every worker if ``None``), ``e_u``
+        its next deadline: 1 for a worker due this round (or overdue), ``1/(h + 1)`` for one due
+        ``h`` rounds later, 0 for a worker without a floor."""
+        due = self.next_due if members is None else self.next_due[members]
         return np.where(due >= NEVER, 0.0, 1.0 / np.maximum(due - self.t + 1, 1))
 
     def served(self, members: np.ndarray) -> np.ndarray:
