@@ -1152,7 +1152,7 @@ def _remaining(stop_at: float) -> float | None:
 
 def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
             history: list[tuple[int, float, float, int]], all_exact: bool,
-            start: float, caps: np.ndarray | None = None, *, gap: float = math.inf) -> ColumnGenerationResult:
+            start: float, caps: np.ndarray | None = None, *, gap: float) -> ColumnGenerationResult:
     """Expand the best distribution into its sets and attach the certificate; the status is
     :func:`reported_status` of the gap between them."""
     if state.best is None and state.start_weights is None:

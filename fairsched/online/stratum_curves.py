@@ -103,15 +103,16 @@ class StratumCurvesLearner(Learner):
         if self.identified():
             return self.estimate()
         rng = np.random.default_rng(self.rounds)
-        c = np.clip(rng.normal(C_PRIOR, C_PRIOR_SD, self.J), *C_RANGE)
+        return self._utility(np.clip(rng.normal(C_PRIOR, C_PRIOR_SD, self.J), *C_RANGE))
+
+    def estimate(self) -> PropensityWeightedAccuracy:
+        return self._utility(self.c)
+
+    def _utility(self, c: np.ndarray) -> PropensityWeightedAccuracy:
+        """The template with the fitted intercept and ``b`` and the exponents ``c``."""
         t = self.template
         return PropensityWeightedAccuracy(t.sizes, t.shares, t.transfer, a=np.full(self.J, self.intercept),
                                           b=self.b, c=c)
-
-    def estimate(self) -> PropensityWeightedAccuracy:
-        t = self.template
-        return PropensityWeightedAccuracy(t.sizes, t.shares, t.transfer, a=np.full(self.J, self.intercept),
-                                          b=self.b, c=self.c)
 
     def parameters(self) -> dict[str, Any]:
         return {"a": [self.intercept] * self.J, "b": self.b.tolist(), "c": self.c.tolist(),

@@ -806,14 +806,10 @@ class DeadlineGuard:
 
     def rebuild(self, counts: np.ndarray, t: int) -> None:
         """Recompute the state for round ``t`` from the counts ``N_u(t − 1)``."""
-        W, n = self.window, self.r.size
+        W = self.window
         self.t = int(t)
         self.end_required = self.required(t + W)
-        jobs = np.maximum(self.end_required - counts, 0)
-        workers = np.repeat(np.arange(n), jobs)
-        first = np.cumsum(jobs) - jobs
-        j = counts[workers] + 1 + np.arange(workers.size) - np.repeat(first, jobs)
-        d = self.deadlines(self.r[workers], j)
+        d = self._job_deadlines(np.arange(self.r.size), counts)
         self.late = int((d < t).sum())
         self.ring = np.bincount(d[d >= t] % (W + 1), minlength=W + 1).astype(np.int64)
         self.next_due = self.deadlines(self.r, counts + 1)
@@ -856,14 +852,19 @@ class DeadlineGuard:
         ``(k − a)·h − late_o − Σ c_s^o = slack(h) + A(h) − a·h``. ``O(|workers| + their jobs
         in the window)``; workers far ahead of their floors have none.
         """
-        W, t = self.window, self.t
+        W = self.window
+        offset = np.clip(self._job_deadlines(workers, counts) - self.t, 0, W + 1)
+        due = np.cumsum(np.bincount(offset, minlength=W + 2)[:W + 1])
+        return due - workers.size * self.steps
+
+    def _job_deadlines(self, workers: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The deadlines of the outstanding jobs of ``workers`` up to the window's end: worker
+        ``u``'s selections ``N_u + 1 .. ⌊r_u·(t + W)⌋``, one entry each."""
         jobs = np.maximum(self.end_required[workers] - counts[workers], 0)
         owner = np.repeat(workers, jobs)
         first = np.cumsum(jobs) - jobs
         j = counts[owner] + 1 + np.arange(owner.size) - np.repeat(first, jobs)
-        offset = np.clip(self.deadlines(self.r[owner], j) - t, 0, W + 1)
-        due = np.cumsum(np.bincount(offset, minlength=W + 2)[:W + 1])
-        return due - workers.size * self.steps
+        return self.deadlines(self.r[owner], j)
 
     def pressure(self, members: np.ndarray | None = None) -> np.ndarray:
         """``π_u = 1/(e_u − t + 1)`` for each of ``members`` (every worker if ``None``), ``e_u``
