@@ -41,11 +41,12 @@ from fairsched.solvers.colgen import certifying_pricing_bound  # noqa: E402
 
 
 def best_searched(problem: Any, lam: np.ndarray, rounds: int) -> tuple[float, float]:
-    """``max f(S) + λ(S)`` over the sets the heuristic and its iterated local search reach in
-    ``rounds`` rounds, and the seconds it took."""
-    utility, k = problem.utility, problem.k
+    """``max f(S) + λ(S)`` over the sets the pricing heuristic and its iterated local search
+    reach in ``rounds`` rounds, and the seconds it took. The heuristic is the exact oracle's
+    own (with its utility's swap values), on an oracle of its own."""
+    utility = problem.utility
+    heuristic: GreedyPricing = pricing_oracle(problem, bench_pricing.GAP).heuristic
     started = time.perf_counter()
-    heuristic = GreedyPricing(utility, k)
     warm = heuristic.price(lam)
     masks = list(np.asarray(warm.columns, dtype=bool).reshape(-1, utility.n))
     values = [float(utility.values(mask[None, :])[0] + mask @ lam) for mask in masks]
