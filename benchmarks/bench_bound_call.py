@@ -44,30 +44,28 @@ def best_searched(problem: Any, lam: np.ndarray, rounds: int) -> tuple[float, fl
     """``max f(S) + λ(S)`` over the sets the pricing heuristic and its iterated local search
     reach in ``rounds`` rounds, and the seconds it took. The heuristic is the exact oracle's
     own (with its utility's swap values), on an oracle of its own."""
-    utility = problem.utility
     heuristic: GreedyPricing = pricing_oracle(problem, bench_pricing.GAP).heuristic
     started = time.perf_counter()
-    warm = heuristic.price(lam)
-    masks = list(np.asarray(warm.columns, dtype=bool).reshape(-1, utility.n))
-    values = [float(utility.values(mask[None, :])[0] + mask @ lam) for mask in masks]
-    start = masks[int(np.argmax(values))]
-    found = heuristic.perturbed(lam, start, rounds=rounds)
+    warm = heuristic.price(lam)  # its columns ranked by f + λ, best first
+    best = float(warm.values[0] + warm.columns[0] @ lam)
+    found = heuristic.perturbed(lam, warm.columns[0], rounds=rounds)  # the sets that improved, best last
     if found:
-        values.append(float(utility.values(found[-1][None, :])[0] + found[-1] @ lam))
-    return max(values), time.perf_counter() - started
+        best = max(best, float(problem.utility.values(found[-1][None, :])[0] + found[-1] @ lam))
+    return best, time.perf_counter() - started
 
 
 def run(case: str, seed: int = 0, seconds: float = bench_pricing.TIME_LIMIT, rounds: int = 3000) -> dict[str, Any]:
     opt, lam, lower, at = bench_pricing.last_bound_call(case, seconds, seed)
     problem = bench_pricing.problem(case, seed)
-    offset = float(lam @ np.asarray(problem.r, dtype=float))
+    r = np.asarray(problem.r, dtype=float)
+    offset = float(lam @ r)
     print(f"{case} seed {seed}: run of {seconds:.0f} s ended at gap {opt.gap:.3e}; its last call for the bound "
           f"began at {at:.1f} s, master value LB {lower:.6f}", flush=True)
     searched, search_seconds = best_searched(problem, lam, rounds)
     print(f"  search ({rounds} rounds): L(λ) >= {searched - offset:.6f} (gap {(searched - offset - lower) / abs(lower):.3e}) "
           f"in {search_seconds:.1f} s", flush=True)
     pricing = pricing_oracle(problem, bench_pricing.GAP)
-    enough = certifying_pricing_bound(lower, bench_pricing.GAP, lam, np.asarray(problem.r, dtype=float))
+    enough = certifying_pricing_bound(lower, bench_pricing.GAP, lam, r)
     started = time.perf_counter()
     result = pricing(lam, enough=enough)
     call_seconds = time.perf_counter() - started
