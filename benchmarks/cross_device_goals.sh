@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Re-measures every row of the table "Where each goal stands" (benchmarks/README.md, and the
-# README's "Cross-device goals: where they stand"), one job at a time, in the order of the table.
+# README's "Cross-device goals: where they stand"), one job at a time. The rows that are tests
+# are not here: the test run (README, "The two commands") is their measurement.
 #
 #     bash benchmarks/cross_device_goals.sh > goals.log 2>&1
 #
-# About 35 minutes on an idle 2-core machine. Run it from the repository root with the package
-# installed with its test extras (pip install -e '.[test,flower]'). Each command prints its own
-# figures; /usr/bin/time adds wall time, CPU time and peak memory per command where it exists.
-# Nothing here is asserted: the tests check correctness, these commands measure.
+# About 35 minutes on an idle 2-core machine, with the package installed with its test extras
+# (pip install -e '.[test,flower]'); it runs from the repository root wherever it is started.
+# Each command prints its own figures; /usr/bin/time adds wall time, CPU time and peak memory
+# per command where it exists. Nothing here is asserted: the tests check correctness, these
+# commands measure.
 set -u
 cd "$(dirname "$0")/.."
 scratch=$(mktemp -d)
