@@ -22,7 +22,8 @@ run() {
     else
         "$@" 2>&1
     fi
-    echo "===== end $(date +%H:%M:%S), exit $?"
+    local status=$?  # before the date below, whose command substitution would reset $?
+    echo "===== end $(date +%H:%M:%S), exit $status"
 }
 
 git log --oneline -1 2>/dev/null
