@@ -47,29 +47,27 @@ import bench_pricing  # noqa: E402
 
 import fairsched  # noqa: E402
 from fairsched.lp.pricing import pricing_for  # noqa: E402
+from fairsched.problem import Problem  # noqa: E402
 
 
 class Covers:
-    """The set system of a coverage table: ``incidence`` is elements × workers."""
+    """The set system of a coverage problem, read off its utility
+    (:class:`fairsched.utilities.Coverage`): ``incidence`` is its elements × workers matrix
+    (``coverers()``), ``by_worker`` the transpose (``sparse_incidence()``)."""
 
-    def __init__(self, table: dict):
-        utility = table["utility"]
-        self.covers = [np.asarray(c, dtype=np.int64) for c in utility["covers"]]
-        self.weights = np.asarray(utility["weights"], dtype=float)
-        self.k = int(table["k"])
-        self.r = np.asarray(table["workers"]["r"], dtype=float)
-        self.n = len(self.covers)
-        rows = np.concatenate(self.covers)
-        cols = np.repeat(np.arange(self.n), [c.size for c in self.covers])
-        self.incidence = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(self.weights.size, self.n))
-        self.by_worker = self.incidence.T.tocsr()
-        self.coverable = np.asarray(self.incidence.sum(axis=1)).ravel() > 0
+    def __init__(self, problem: Problem):
+        utility = problem.utility
+        self.utility = utility
+        self.covers = [np.asarray(c, dtype=np.int64) for c in utility.covers]
+        self.weights = utility.weights
+        self.k, self.n = int(problem.k), int(problem.n)
+        self.r = np.asarray(problem.r, dtype=float)
+        self.incidence = utility.coverers()
+        self.by_worker = utility.sparse_incidence()
+        self.coverable = np.diff(self.incidence.indptr) > 0
 
     def covered(self, members: np.ndarray) -> np.ndarray:
         return (self.incidence @ members.astype(float)) > 0
-
-    def value(self, members: np.ndarray) -> float:
-        return float(self.weights[self.covered(members)].sum())
 
     def completed(self, members: np.ndarray) -> np.ndarray:
         """``members`` plus, greedily, the worker covering most uncovered elements, until every
@@ -181,8 +179,9 @@ def shortfall(system: Covers, seconds: float, per_round: int = 5, seed: int = 0,
 
 def master_value(system: Covers, columns: list[np.ndarray]) -> float:
     """``max Σ p_S f(S)`` over these sets with every floor met and ``Σ p = 1``."""
-    P = sp.csc_array(np.array(columns, dtype=float).T)
-    values = np.array([system.value(c) for c in columns])
+    masks = np.array(columns, dtype=bool)
+    P = sp.csc_array(masks.T.astype(float))
+    values = system.utility.values(masks)
     lp = linprog(-values, A_ub=-P, b_ub=-system.r, A_eq=np.ones((1, len(columns))), b_eq=[1.0],
                  bounds=(0, None), method="highs")
     return -float(lp.fun) if lp.status == 0 else float("nan")
@@ -199,13 +198,12 @@ def main() -> None:
                         help="also price exactly in every round (seconds a call; 0: never)")
     args = parser.parse_args()
     case = f"coverage-{args.family}"
-    table = bench_pricing.untuned_coverage(args.family, args.seed)
-    system = Covers(table)
+    problem = bench_pricing.problem(case, args.seed)
+    system = Covers(problem)
     total = float(system.weights[system.coverable].sum())
     print(f"{case}/seed{args.seed}: n = {system.n}, k = {system.k}, Σ r = {system.r.sum():.4f}, "
           f"W = {total:.6f} ({int(system.coverable.sum())} coverable elements)", flush=True)
 
-    problem = bench_pricing.problem(case, args.seed)
     exact = None
     if args.exact:
         exact = pricing_for(problem.utility, problem.k, "auto", max_columns=50)
