@@ -124,3 +124,26 @@ def test_errors_name_the_problem():
     with pytest.raises(FairschedError, match="lets a debt reach 1 in round 2"):
         best_schedule(problem, np.zeros(3), incumbent=[np.array([1]), np.array([1]), np.array([0]),
                                                        np.array([0]), np.array([2]), np.array([0])])
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["facility-location", "all-tied"])
+@pytest.mark.parametrize("chunk", [1, 97, 5_000])
+def test_chunks_of_any_size_find_the_same_period(monkeypatch, chunk, ties):
+    """The state-set pairs are examined in chunks and each layer merged in batches; where the
+    chunks end changes neither the period found (ties keep the earliest pair: with every
+    worker worth the same, every period ties) nor the work."""
+    from fairsched.experiments.lp_sequenced_price import instance
+    from fairsched.policies import best_schedule as module
+
+    _, problem, periodic = instance(10 if chunk == 1 else 0)
+    assert periodic
+    if ties:
+        problem = Problem(Modular(np.ones(problem.n)), k=problem.k, r=problem.r)
+    prices = optimum(problem).fairness_price
+    whole = best_schedule(problem, prices)
+    monkeypatch.setattr(module, "CHUNK_PAIRS", chunk)
+    split = best_schedule(problem, prices)
+    assert split.value == whole.value and split.states == whole.states
+    assert all(np.array_equal(a, b) for a, b in zip(split.sets, whole.sets, strict=True))
+    pruned = best_schedule(problem, prices, incumbent=whole.sets)  # pruning by the optimum's own cost
+    assert pruned.value == whole.value and pruned.states <= whole.states
