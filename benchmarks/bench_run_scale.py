@@ -1,6 +1,7 @@
 """``fairsched run`` at cross-device scale: an instance file of n workers to a schedule and a report.
 
     python -m pytest benchmarks/bench_run_scale.py --benchmark-only -s
+    python benchmarks/bench_run_scale.py [--workers N] [--k K] [--optimum MODE ...]
 
 Writes an accuracy instance (the costly structure of ``fairsched.bench.families``: ``k``
 workers with 400–600 examples, the rest 50–150, ``Σ r = 0.8·k``) and runs the command line
@@ -13,6 +14,10 @@ the reason. Also the LP policies (lp-sequenced, lp-random) at n = 100,000, k = 1
 plan is the LP's support: no target beyond a certified optimum and, for lp-sequenced, a
 max debt below 1; the time and peak are what to watch. And the first case on two draws nothing
 was tuned on (``-k untuned``: ``bench_balanced.py``'s heavy-tailed and lognormal sizes).
+
+Run as a script, the first case at any size (default ``n = 1,000,000``, ``k = 1,000``), once
+per ``--optimum`` mode given (default ``auto none``: the command with and without U_opt), one
+after the other: the seconds, the child's peak RSS and what the JSON says of U_opt.
 """
 
 from __future__ import annotations
@@ -140,3 +145,26 @@ def test_lp_policies_at_scale(benchmark, tmp_path, policy):
     assert data["optimum_status"] == "optimal"
     if policy == "lp-sequenced":
         assert data["max_debt"] < 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="fairsched run on the accuracy family at any size")
+    parser.add_argument("--workers", type=int, default=1_000_000)
+    parser.add_argument("--k", type=int, default=1_000)
+    parser.add_argument("--optimum", nargs="+", default=["auto", "none"], choices=["auto", "exact", "bound", "none"])
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_instance(Path(folder) / "instance.toml", args.workers, args.k)
+        for mode in args.optimum:
+            data, seconds, peak = run_cli(str(path), "--policy", "fairdg", "--rounds", str(ROUNDS), "--optimum", mode)
+            print(f"n = {args.workers:,}, k = {args.k:,}, {ROUNDS:,} rounds of fairdg, --optimum {mode}: "
+                  f"{seconds:.1f} s, peak RSS {peak:,.0f} MiB; optimum {data['optimum']} "
+                  f"({data['optimum_status']}), upper bound {data['optimum_upper_bound']}, ratio {data['ratio']}, "
+                  f"max debt {data['max_debt']:.9f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
