@@ -615,6 +615,7 @@ def column_generation(
     tailing_off: tuple[int, float] | None = TAILING_OFF,
     caps: np.ndarray | None = None,
     primal_columns: Callable[[Columns, np.ndarray], tuple[Columns, np.ndarray]] | None = None,
+    keep_support: bool = True,
 ) -> ColumnGenerationResult:
     """Solve ``max Σ p_S f(S) s.t. r_u <= Σ_{S∋u} p_S (<= c_u), Σ p_S = 1, p >= 0`` by column generation.
 
@@ -696,6 +697,14 @@ def column_generation(
         not lift its value, while columns that improve its current solution do.  It is
         called no more once :data:`PRIMAL_PATIENCE` iterations in a row closed less than
         :data:`PRIMAL_MIN_SHARE` of the gap each.
+    keep_support
+        ``False``: when the run ends ``"optimal"``, the best distribution's sets are not
+        gathered, and ``support``, ``probabilities`` and ``values`` are empty (``value`` and
+        the certificate are the same); for callers that need ``U_opt`` and its bound only.
+        The gather copies every kept set, the start's included, beside the pool that holds
+        them: ``4·m·k`` bytes at the peak (``n = 10^6``, ``k = 1,000``: 3.7 GiB of the
+        8 GiB of ``fairsched run``).  A run that stops short keeps them, since a caller may
+        go on from its distribution.
 
     Raises InfeasibleLPError (naming the workers whose floors stay unmet) when exact
     pricing proves the floors infeasible, SolverError when no feasible distribution is found
@@ -823,7 +832,8 @@ def column_generation(
         # the master's pool and HiGHS model are not needed for the result: freed before the
         # support is gathered (they were alive beside it at the peak)
         state.master = master = None
-    return _result(state, certificate, r, status, iteration, history, all_exact, start, caps, gap=gap)
+    return _result(state, certificate, r, status, iteration, history, all_exact, start, caps, gap=gap,
+                   keep_support=keep_support)
 
 
 @dataclass
@@ -1152,21 +1162,40 @@ def _remaining(stop_at: float) -> float | None:
 
 def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str, iteration: int,
             history: list[tuple[int, float, float, int]], all_exact: bool,
-            start: float, caps: np.ndarray | None = None, *, gap: float) -> ColumnGenerationResult:
+            start: float, caps: np.ndarray | None = None, *, gap: float,
+            keep_support: bool = True) -> ColumnGenerationResult:
     """Expand the best distribution into its sets and attach the certificate; the status is
-    :func:`reported_status` of the gap between them."""
+    :func:`reported_status` of the gap between them.  Without ``keep_support`` an optimal
+    run's sets are not gathered (:func:`column_generation`)."""
     if state.best is None and state.start_weights is None:
         short = state.slack if state.slack is not None else r
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
                           f"{_names(short, r)}")
-    support, probabilities, values = _support(state, r, caps)
-    # the distribution reported, less any negligible weights _support left out
+    kept = _kept(state, r, caps)
+    support = None
+    if keep_support:
+        support, probabilities, values = _gathered(kept, r.size)
+    else:
+        _, weights, values = kept
+        probabilities = weights / weights.sum()
+    # the distribution reported, less any negligible weights _kept left out
     lower = min(state.lower, float(probabilities @ values))
     if certificate.lam is not None:
-        lam, upper, pricing_bound = certificate.lam, max(certificate.bound, lower), certificate.pricing_bound
+        upper, pricing_bound = max(certificate.bound, lower), certificate.pricing_bound
+    else:
+        upper, pricing_bound = math.inf, math.inf
+    if support is None:
+        if reported_status(status, relative_gap(lower, upper), gap)[0] == "optimal":
+            support, probabilities, values = Columns.empty(r.size), np.zeros(0), np.zeros(0)
+        else:  # a caller may go on from a run that stopped short: its sets are gathered after all
+            support, probabilities, values = _gathered(kept, r.size)
+            lower = min(state.lower, float(probabilities @ values))
+            if certificate.lam is not None:
+                upper = max(certificate.bound, lower)
+    if certificate.lam is not None:
+        lam = certificate.lam
     else:
         lam = state.best.lam if state.best is not None else np.zeros(r.size)
-        upper, pricing_bound = math.inf, math.inf
     cap_price = None if caps is None else np.clip(-lam, 0.0, None)
     lam = np.clip(lam, 0.0, None)
     lam.setflags(write=False)
@@ -1204,11 +1233,12 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
     )
 
 
-def _support(state: _State, r: np.ndarray,
-             caps: np.ndarray | None = None) -> tuple[Columns, np.ndarray, np.ndarray]:
-    """The sets of the best distribution (the aggregated start column expanded), merged,
-    without those of negligible weight (:data:`NEGLIGIBLE_WEIGHT`); the kept sets of each part
-    are gathered into one array (:meth:`Columns.gather`), never the parts joined first."""
+def _kept(state: _State, r: np.ndarray, caps: np.ndarray | None = None
+          ) -> tuple[list[tuple[Columns, np.ndarray]], np.ndarray, np.ndarray]:
+    """The sets of the best distribution (the aggregated start column expanded) that are
+    reported, as (part, kept indices) pairs, with their weights and values: those of
+    negligible weight (:data:`NEGLIGIBLE_WEIGHT`) are left out where the rest still meets the
+    floors (and caps)."""
     parts: list[tuple[Columns, np.ndarray, np.ndarray]] = []
     if state.best is None:
         parts.append((state.start_columns, state.start_weights, state.start_values))
@@ -1230,11 +1260,17 @@ def _support(state: _State, r: np.ndarray,
         if (marginals >= r - MASTER_TOLERANCE).all() and (caps is None or (marginals <= caps + MASTER_TOLERANCE).all()):
             keep = heavy
     picks = [np.flatnonzero(keep[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    columns = Columns.gather([(part, index) for (part, _, _), index in zip(parts, picks)], r.size)
-    weights_all = weights_all[keep]
     values_all = np.concatenate([values[index] for (_, _, values), index in zip(parts, picks)])
-    columns, weights_all, values_all = merge_duplicates(columns, weights_all, values_all)
-    return columns, weights_all / weights_all.sum(), values_all
+    return [(part, index) for (part, _, _), index in zip(parts, picks)], weights_all[keep], values_all
+
+
+def _gathered(kept: tuple[list[tuple[Columns, np.ndarray]], np.ndarray, np.ndarray],
+              n: int) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """:func:`_kept`'s sets gathered into one array (:meth:`Columns.gather`, never the parts
+    joined first) and merged, with their probabilities and values."""
+    picks, weights, values = kept
+    columns, weights, values = merge_duplicates(Columns.gather(picks, n), weights, values)
+    return columns, weights / weights.sum(), values
 
 
 def merge_duplicates(columns: Columns, weights: np.ndarray,

@@ -395,7 +395,9 @@ def _yardstick(problem: Problem, policy: Policy, mode: str, time_limit: float, m
             solved = availability_optimum(problem, availability, max_columns=max_columns)
         else:
             columns = None if policy.uses_optimum else max_columns
+            # a policy without a plan needs U_opt and its bound, not the distribution's sets
             solved = optimum(problem, time_limit=limit, progress=progress.column_generation,
+                             support=policy.uses_optimum,
                              **({} if columns is None else {"max_columns": columns}))
     except TooLargeError as exc:
         return Yardstick(None, None, "too-large", f"not computed: {exc}")

@@ -31,7 +31,9 @@ class Optimum(Result):
     :func:`optimum` and ``--gap`` mean the same), and ``absolute_gap`` the difference
     ``upper_bound − value``.  ``support`` lists each set as its sorted worker indices (column
     generation's are read-only int32 views of one array, so a support of about ``n`` sets of
-    ``k`` costs ``4·n·k`` bytes once).
+    ``k`` costs ``4·n·k`` bytes once).  From ``optimum(..., support=False)`` an optimum that
+    column generation certified comes without its sets: ``support`` and ``probabilities``
+    are empty, and ``value`` is what the distribution it found is worth.
 
     ``fairness_price`` is λ, the utility lost per unit of ``r_u`` (at a certified gap of 0,
     an optimal dual).  ``master_fairness_price`` holds the duals of the LP whose solution is
