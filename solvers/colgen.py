@@ -1172,30 +1172,25 @@ def _result(state: _State, certificate: _Certificate, r: np.ndarray, status: str
         raise SolverError(f"column generation stopped ({status}) before meeting the floors of workers "
                           f"{_names(short, r)}")
     kept = _kept(state, r, caps)
-    support = None
-    if keep_support:
-        support, probabilities, values = _gathered(kept, r.size)
-    else:
-        _, weights, values = kept
-        probabilities = weights / weights.sum()
-    # the distribution reported, less any negligible weights _kept left out
-    lower = min(state.lower, float(probabilities @ values))
+    _, weights, values = kept
     if certificate.lam is not None:
-        upper, pricing_bound = max(certificate.bound, lower), certificate.pricing_bound
-    else:
-        upper, pricing_bound = math.inf, math.inf
-    if support is None:
-        if reported_status(status, relative_gap(lower, upper), gap)[0] == "optimal":
-            support, probabilities, values = Columns.empty(r.size), np.zeros(0), np.zeros(0)
-        else:  # a caller may go on from a run that stopped short: its sets are gathered after all
-            support, probabilities, values = _gathered(kept, r.size)
-            lower = min(state.lower, float(probabilities @ values))
-            if certificate.lam is not None:
-                upper = max(certificate.bound, lower)
-    if certificate.lam is not None:
-        lam = certificate.lam
+        lam, pricing_bound = certificate.lam, certificate.pricing_bound
     else:
         lam = state.best.lam if state.best is not None else np.zeros(r.size)
+        pricing_bound = math.inf
+
+    def bracket(probabilities: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+        # the distribution reported, less any negligible weights _kept left out
+        lower = min(state.lower, float(probabilities @ values))
+        return lower, (max(certificate.bound, lower) if certificate.lam is not None else math.inf)
+
+    lower, upper = bracket(weights / weights.sum(), values)
+    if keep_support or reported_status(status, relative_gap(lower, upper), gap)[0] != "optimal":
+        # a caller may go on from a run that stopped short: its sets are gathered whatever it asked
+        support, probabilities, values = _gathered(kept, r.size)
+        lower, upper = bracket(probabilities, values)
+    else:
+        support, probabilities, values = Columns.empty(r.size), np.zeros(0), np.zeros(0)
     cap_price = None if caps is None else np.clip(-lam, 0.0, None)
     lam = np.clip(lam, 0.0, None)
     lam.setflags(write=False)
