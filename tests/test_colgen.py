@@ -414,6 +414,52 @@ def test_initial_pool_meets_the_floors(seed):
     assert np.allclose(p @ masks, x, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_systematic_sample_is_the_same_in_chunks_of_any_size(seed, monkeypatch):
+    """The sample's rows are checked, stripped of the points past a block's end (antithetic
+    splits) and of sets holding a worker twice, and compacted in place chunk by chunk; where
+    the chunks end changes nothing. Floors on a coarse grid make offsets coincide, so rows
+    are dropped."""
+    from fairsched.lp.pricing import initial as initial_module
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 120))
+    grid = rng.choice([0.1, 0.25, 1 / 3, 0.5, 1.0], n)
+    k = int(rng.integers(2, max(3, min(n // 3, grid.sum() / grid.max()))))
+    x = grid * (k / grid.sum())  # Σx = k, every x <= 1
+    assert x.max() <= 1
+    for split in (None, int(rng.integers(1, n))):
+        whole, p_whole = initial_module.systematic_columns(x, k, split=split)
+        with monkeypatch.context() as patch:
+            patch.setattr(initial_module, "CHUNK_ENTRIES", int(rng.integers(1, 3 * k)))
+            chunked, p_chunked = initial_module.systematic_columns(x, k, split=split)
+        assert np.array_equal(whole.indptr, chunked.indptr) and np.array_equal(whole.indices, chunked.indices)
+        assert np.array_equal(p_whole, p_chunked)
+        masks = chunked.to_masks()
+        assert (masks.sum(axis=1) == k).all()  # k distinct members in every set
+        assert np.allclose(p_chunked @ masks, x, atol=1e-9)
+
+
+def test_antithetic_samples_keep_the_marginals():
+    """Each block of a split sample is a systematic sample of its own, so every marginal is
+    ``x`` (a block's fractions once fell a rounding off their breaks: off by up to 0.48)."""
+    from fairsched.lp.pricing.initial import systematic_columns
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    while checked < 300:
+        n = int(rng.integers(3, 200))
+        k = int(rng.integers(1, max(2, n // 3)))
+        x = rng.uniform(0.0, 1.0, n) if checked % 2 else rng.choice([0.1, 0.25, 1 / 3, 0.5, 1.0], n)
+        x *= k / x.sum()
+        if x.max() > 1:
+            continue
+        columns, probabilities = systematic_columns(x, k, order=rng.permutation(n), split=int(rng.integers(1, n)))
+        assert (columns.sizes() == k).all()
+        assert np.abs(columns.marginals(probabilities) - x).max() <= 1e-12
+        checked += 1
+
+
 # ----------------------------------------------------------------------------- fairsched.solvers.colgen
 
 

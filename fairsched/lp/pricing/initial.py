@@ -43,6 +43,8 @@ GREEDY_WITH_POOL = 200_000
 #: boolean mask entries evaluated per :meth:`SetFunction.values` call when a utility has
 #: no sparse evaluation (16 MiB of masks)
 MASK_CHUNK = 1 << 24
+#: sample entries :func:`systematic_columns` checks and compacts per chunk of rows
+CHUNK_ENTRIES = 1 << 22
 
 #: what :func:`priority_order` returns
 Priority = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -98,36 +100,63 @@ def systematic_columns(x: np.ndarray, k: int, order: np.ndarray | None = None,
     else:
         first, second = cum[: split + 1], cum[split:] - cum[split]
         breaks = np.unique(np.concatenate([ends, first % 1, (1 - second % 1) % 1]))
-        # block B's offsets V = 1 − U run backwards along U's
+        # block B's offsets V = 1 − U run backwards along U's.  Its workers' fractions are
+        # taken through the same two reflections as the breaks, so that each is a break
+        # exactly: 1 − (1 − f) is not always f in floating point, and a fraction a rounding
+        # above its break moved the worker's whole interval to its neighbour (marginals off
+        # by up to 0.13 on small draws).
         reflected = (1 - breaks)[::-1]
+        fractions = second % 1
+        fractions = np.where(fractions == 0, fractions, 1 - (1 - fractions) % 1)
         rows = np.concatenate([_block_holders(first, layout[:split], breaks),
-                               _block_holders(second, layout[split:], reflected)[::-1]], axis=1)
+                               _block_holders(second, layout[split:], reflected, fractions)[::-1]], axis=1)
     widths = np.diff(breaks).astype(float)
-    present = rows >= 0
+    step = max(1, CHUNK_ENTRIES // max(1, rows.shape[1]))  # rows per chunk: bounded temporaries
     # round-off can stretch an interval of length 1 over two points: drop such offsets
-    good = (widths > 1e-15) & (present.sum(axis=1) == k)
-    if rows.shape[1] != k:
-        rows = rows[good][present[good]].reshape(-1, k)
-    elif not good.all():
-        rows = rows[good]
+    good = widths > 1e-15
+    for lo in range(0, rows.shape[0], step):
+        good[lo: lo + step] &= (rows[lo: lo + step] >= 0).sum(axis=1) == k
+    rows = _compacted(rows, good, k, step)
     rows.sort(axis=1)
     distinct = np.ones(rows.shape[0], dtype=bool)
-    step = max(1, (1 << 22) // max(1, k))
-    for lo in range(0, rows.shape[0], step):  # bounded temporaries
+    for lo in range(0, rows.shape[0], step):
         distinct[lo: lo + step] = (np.diff(rows[lo: lo + step], axis=1) > 0).all(axis=1)
     widths = widths[good]
     if not distinct.all():
-        rows, widths = rows[distinct], widths[distinct]
+        rows, widths = _compacted(rows, distinct, k, step), widths[distinct]
     if widths.size == 0:
         return Columns.empty(n), np.zeros(0)
     columns = Columns(n, np.arange(widths.size + 1, dtype=np.int64) * k, np.ascontiguousarray(rows).reshape(-1))
     return columns, widths / widths.sum()
 
 
-def _block_holders(cum: np.ndarray, layout: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+def _compacted(rows: np.ndarray, keep: np.ndarray, k: int, step: int) -> np.ndarray:
+    """``rows[keep]`` with each row's entries below 0 dropped (every kept row has ``k``
+    others), written over ``rows``'s own buffer chunk by chunk and returned as a view of it.
+
+    ``rows[keep]`` (and the boolean mask of the entries) were each a second array as large as
+    the sample at the peak of the LP (``n = 10^6``, ``k = 1,000``: 3.7 GiB and 0.9 GiB).  In
+    place is safe: the kept rows before a chunk take at most the positions of the rows before
+    it, and a chunk is copied out before anything is written.
+    """
+    if rows.shape[1] == k and keep.all():
+        return rows
+    flat = rows.reshape(-1)  # a view: rows is C-contiguous
+    written = 0
+    for lo in range(0, rows.shape[0], step):
+        block = rows[lo: lo + step][keep[lo: lo + step]]
+        entries = block[block >= 0]
+        flat[written: written + entries.size] = entries
+        written += entries.size
+    return flat[:written].reshape(-1, k)
+
+
+def _block_holders(cum: np.ndarray, layout: np.ndarray, breaks: np.ndarray,
+                   fractions: np.ndarray | None = None) -> np.ndarray:
     """Who holds the point ``V + j`` of one block, for every offset ``V`` between consecutive
     ``breaks`` (sorted, from 0 to 1) and ``j = 0 .. ⌈M⌉ − 1`` (``M = cum[-1]``): (m, ⌈M⌉),
-    ``-1`` where ``V + j >= M``.
+    ``-1`` where ``V + j >= M``.  ``fractions`` (default ``cum % 1``) are ``frac(C_p)`` as
+    they appear among the breaks.
 
     Worker ``p`` holds ``V + j`` iff ``C_p <= V + j < C_{p+1}``.  Among the ``p`` with
     ``j <= C_p < j + 1``, ``C_p <= V + j`` iff ``frac(C_p)`` lies at or below the offset's
@@ -136,7 +165,7 @@ def _block_holders(cum: np.ndarray, layout: np.ndarray, breaks: np.ndarray) -> n
     """
     m = breaks.size - 1
     points = int(np.ceil(cum[-1] - 1e-12))
-    rank = np.searchsorted(breaks, cum % 1)
+    rank = np.searchsorted(breaks, cum % 1 if fractions is None else fractions)
     floors = np.floor(cum).astype(np.int64)
     starts = np.searchsorted(floors, np.arange(points + 1), side="left")
     holder = np.append(layout, -1).astype(np.int32)  # interval len(layout): beyond the block
