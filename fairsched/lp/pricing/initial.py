@@ -104,7 +104,7 @@ def systematic_columns(x: np.ndarray, k: int, order: np.ndarray | None = None,
         # taken through the same two reflections as the breaks, so that each is a break
         # exactly: 1 − (1 − f) is not always f in floating point, and a fraction a rounding
         # above its break moved the worker's whole interval to its neighbour (marginals off
-        # by up to 0.13 on small draws).
+        # by up to 0.48 on 101 of 2,000 small draws; tests/test_colgen.py).
         reflected = (1 - breaks)[::-1]
         fractions = second % 1
         fractions = np.where(fractions == 0, fractions, 1 - (1 - fractions) % 1)
