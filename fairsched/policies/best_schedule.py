@@ -125,10 +125,10 @@ def best_schedule(problem: Problem, prices: np.ndarray, incumbent: list[np.ndarr
             keep = c <= bound
             i, j, c = i[keep], j[keep], c[keep]
             layer.merge(codes[i] + set_code[j] - inc_code, c, i, j)
-        if layer.codes.size == 0:
+        codes, costs, from_state, via_set = layer.finished()
+        if codes.size == 0:
             raise FairschedError("no schedule with debt < 1 within the incumbent's cost (is the incumbent feasible?)")
-        codes, costs = layer.codes, layer.costs
-        parents.append((layer.from_state, layer.via_set))
+        parents.append((from_state, via_set))
         kept += codes.size
         if max_states is not None and kept > max_states:
             raise TooLargeError(f"best_schedule: more than {max_states} states after {t + 1} of {P} rounds")
@@ -209,25 +209,10 @@ class _Layer:
             self._merged = _reduced(*(np.concatenate([part[i] for part in parts]) for i in range(4)))
             self._pending, self._pending_size = [], 0
 
-    @property
-    def codes(self) -> np.ndarray:
+    def finished(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The layer's distinct states by increasing code: (codes, costs, from_state, via_set)."""
         self._compact()
-        return self._merged[0]
-
-    @property
-    def costs(self) -> np.ndarray:
-        self._compact()
-        return self._merged[1]
-
-    @property
-    def from_state(self) -> np.ndarray:
-        self._compact()
-        return self._merged[2]
-
-    @property
-    def via_set(self) -> np.ndarray:
-        self._compact()
-        return self._merged[3]
+        return self._merged
 
 
 def _reduced(codes: np.ndarray, costs: np.ndarray, from_state: np.ndarray,
