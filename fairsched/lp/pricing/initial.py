@@ -69,7 +69,9 @@ class StartingPool:
 
 def systematic_columns(x: np.ndarray, k: int, order: np.ndarray | None = None,
                        split: int | None = None) -> tuple[Columns, np.ndarray]:
-    """The distinct sets of a systematic sample with inclusion probabilities ``x``.
+    """The sets of a systematic sample with inclusion probabilities ``x``, one per distinct
+    offset interval, each with ``k`` distinct members (with ``split`` two intervals may give
+    the same set: 93 distinct sets of 99 on one small draw; the reported support merges them).
 
     ``x`` (n,) in ``[0, 1]`` with ``Σ x = k`` (up to round-off); workers are laid out in
     ``order`` (default ``0..n−1``).  With ``split = s`` the first ``s`` workers of the layout
