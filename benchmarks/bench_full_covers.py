@@ -48,6 +48,7 @@ import bench_pricing  # noqa: E402
 import fairsched  # noqa: E402
 from fairsched.lp.pricing import pricing_for  # noqa: E402
 from fairsched.problem import Problem  # noqa: E402
+from fairsched.solvers import InfeasibleLPError, solve_distribution_lp  # noqa: E402
 
 
 class Covers:
@@ -178,13 +179,13 @@ def shortfall(system: Covers, seconds: float, per_round: int = 5, seed: int = 0,
 
 
 def master_value(system: Covers, columns: list[np.ndarray]) -> float:
-    """``max Σ p_S f(S)`` over these sets with every floor met and ``Σ p = 1``."""
+    """``max Σ p_S f(S)`` over these sets with every floor met and ``Σ p = 1`` (the package's
+    distribution LP); ``nan`` where they cannot meet the floors."""
     masks = np.array(columns, dtype=bool)
-    P = sp.csc_array(masks.T.astype(float))
-    values = system.utility.values(masks)
-    lp = linprog(-values, A_ub=-P, b_ub=-system.r, A_eq=np.ones((1, len(columns))), b_eq=[1.0],
-                 bounds=(0, None), method="highs")
-    return -float(lp.fun) if lp.status == 0 else float("nan")
+    try:
+        return float(solve_distribution_lp(system.utility.values(masks), masks, system.r).value)
+    except InfeasibleLPError:
+        return float("nan")
 
 
 def main() -> None:
