@@ -22,6 +22,7 @@ after the other: the seconds, the child's peak RSS and what the JSON says of U_o
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -148,8 +149,6 @@ def test_lp_policies_at_scale(benchmark, tmp_path, policy):
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(description="fairsched run on the accuracy family at any size")
     parser.add_argument("--workers", type=int, default=1_000_000)
     parser.add_argument("--k", type=int, default=1_000)
